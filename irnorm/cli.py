@@ -1,0 +1,330 @@
+"""The `irnorm` command: click commands only; the work happens in the library.
+
+Exit codes: 0 ok, 1 model / data / comparison failure, 2 usage error,
+130 interrupted (Ctrl-C), 3 internal error (a bug in irnorm: please report it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import Diagnostic, InputError, IrnormError
+
+EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPT = 1, 2, 3, 130
+
+
+def _parse_size(text: str) -> int:
+    t = text.strip().upper().removesuffix("B")
+    mult = 1
+    for suffix, m in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)):
+        if t.endswith(suffix):
+            t, mult = t[:-1], m
+            break
+    try:
+        v = float(t)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a size like 512M or 4G") from None
+    if v <= 0:
+        raise click.BadParameter("must be positive")
+    return int(v * mult)
+
+
+def _err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+# ---- input handling ---------------------------------------------------------------
+
+
+def _load_array_file(path: str) -> Any:
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(Diagnostic("IRN063", "no such file", file=path)) from None
+    except Exception as e:  # corrupt zip, bad header, pickled object arrays ...
+        raise InputError(Diagnostic("IRN063", f"cannot read as .npy/.npz: {e}", file=path)) from None
+
+
+def _bf16_fix(arr: Any, element_type: str) -> Any:
+    """np.savez writes ml_dtypes.bfloat16 arrays as raw 2-byte voids; view them back."""
+    import numpy as np
+
+    if element_type == "bf16" and isinstance(arr, np.ndarray) and arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
+        import ml_dtypes
+
+        return arr.view(ml_dtypes.bfloat16)
+    return arr
+
+
+def _gather_inputs(model: Any, inputs_npz: str | None, items: tuple[str, ...], shapes: dict[str, list[int]],
+                   seed: int, quiet: bool) -> dict[str, Any]:
+    import numpy as np
+
+    given: dict[str, Any] = {}
+    if inputs_npz:
+        data = _load_array_file(inputs_npz)
+        if not hasattr(data, "files"):
+            raise InputError(Diagnostic("IRN063", "--inputs expects an .npz archive (use -i NAME=FILE.npy for "
+                                                  ".npy files)", file=inputs_npz))
+        try:
+            for k in data.files:
+                given[k] = data[k]
+        except Exception as e:
+            raise InputError(Diagnostic("IRN063", f"corrupt archive member: {e}", file=inputs_npz)) from None
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{item!r} is not NAME=FILE.npy", param_hint="-i/--input")
+        arr = _load_array_file(path)
+        if not isinstance(arr, np.ndarray):
+            raise InputError(Diagnostic("IRN063", "expected a single array (.npy), got an archive", file=path))
+        given[name] = arr
+    by_name = {n: spec for spec in model.inputs for n in spec.names}
+    for k in list(given):
+        if k in by_name:
+            given[k] = _bf16_fix(given[k], by_name[k].element_type)
+    if not given and model.inputs:
+        rng = np.random.default_rng(seed)
+        notes = []
+        for spec in model.inputs:
+            shape = list(shapes.get(spec.name) or [d if d != -1 else 1 for d in spec.shape])
+            given[spec.name] = _random(rng, shape, spec.dtype)
+            notes.append(f"{spec.name}{shape}")
+        if not quiet:
+            _err(f"irnorm: no inputs given; using random inputs (seed {seed}): {', '.join(notes)}")
+    return given
+
+
+def _random(rng: Any, shape: list[int], dtype: Any) -> Any:
+    import numpy as np
+
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, 10, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _parse_shapes(items: tuple[str, ...]) -> dict[str, list[int]]:
+    out = {}
+    for item in items:
+        name, sep, dims = item.partition("=")
+        try:
+            out[name] = [int(d) for d in dims.split(",") if d.strip()] if sep else None
+        except ValueError:
+            out[name] = None
+        if not sep or out[name] is None or any(d < 0 for d in out[name]):
+            raise click.BadParameter(f"{item!r} is not NAME=D0,D1,...", param_hint="--shape")
+    return out
+
+
+def _stats(arr: Any) -> str:
+    import numpy as np
+
+    if arr.size == 0:
+        return "empty"
+    a = arr.astype(np.float64) if arr.dtype != np.bool_ else arr.astype(np.float64)
+    finite = np.isfinite(a)
+    parts = []
+    if finite.any():
+        f = a[finite]
+        parts.append(f"min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g}")
+    bad = a.size - int(finite.sum())
+    if bad:
+        parts.append(f"non-finite {bad}")
+    return "  ".join(parts)
+
+
+def _save_npz(path: str, arrays: dict[str, Any]) -> None:
+    """Write to a temporary name in the same directory, then rename into place, so an
+    interrupted run never leaves a truncated file where a good one stood."""
+    import tempfile
+
+    import numpy as np
+
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".irnorm-", suffix=".npz.tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---- commands ---------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="irnorm")
+def cli() -> None:
+    """irnorm: read, validate and run OpenVINO IR models (normalization family)."""
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin).")
+@click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False), help="An .npz whose keys are input names.")
+@click.option("-i", "--input", "items", multiple=True, metavar="NAME=FILE.npy", help="One input (repeatable).")
+@click.option("--seed", default=0, show_default=True, help="Seed for random inputs (used when none are given).")
+@click.option("--shape", "shape_items", multiple=True, metavar="NAME=D0,D1,..",
+              help="Concrete shape for a random input with dynamic dims.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save every output to this .npz.")
+@click.option("--cast", is_flag=True, help="Convert inputs to the model's dtypes instead of refusing.")
+@click.option("--max-memory", type=str, default=None, help="Refuse plans needing more (e.g. 2G).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
+        shape_items: tuple[str, ...], output: str | None, cast: bool, max_memory: str | None, as_json: bool,
+        quiet: bool) -> None:
+    """Run MODEL and print each output's name, shape, dtype and statistics."""
+    import numpy as np
+
+    from .api import load
+
+    limit = _parse_size(max_memory) if max_memory else None
+    shapes = _parse_shapes(shape_items)
+    m = load(model, weights, max_memory=limit)
+    for d in m.diagnostics:
+        if d.severity == "warning" and d.code != "IRN091" and not quiet and not as_json:
+            _err(d.format())
+    feeds = _gather_inputs(m, inputs_npz, items, shapes, seed, quiet or as_json)
+    outs = m.run(feeds, cast=cast)
+    if output:
+        saved = {}
+        for k, v in outs.items():
+            # np.savez cannot round-trip bfloat16: store it widened to float32 (exact).
+            saved[k] = v.astype(np.float32) if v.dtype.name == "bfloat16" else v
+        _save_npz(output, saved)
+    if as_json:
+        click.echo(json.dumps({"outputs": [
+            {"name": k, "shape": list(v.shape), "dtype": v.dtype.name, "stats": _stats(v)} for k, v in outs.items()
+        ], "saved": output}, indent=2))
+        return
+    if quiet:
+        return
+    for k, v in outs.items():
+        click.echo(f"{k}: shape {list(v.shape)} {v.dtype.name}  {_stats(v)}")
+    if output:
+        click.echo(f"saved {len(outs)} output(s) to {output}")
+
+
+@cli.command()
+@click.argument("models", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (only with a single MODEL).")
+@click.option("--json", "as_json", is_flag=True, help="Emit diagnostics as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
+def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet: bool) -> None:
+    """Check MODELS without running them; one diagnostic per problem."""
+    from .api import check
+
+    if weights and len(models) > 1:
+        raise click.UsageError("--weights can only be used with a single model")
+    failed = False
+    report = []
+    for path in models:
+        diags = check(path, weights)
+        errors = [d for d in diags if d.severity == "error"]
+        failed |= bool(errors)
+        report.append({"file": path, "ok": not errors, "diagnostics": [d.to_dict() for d in diags]})
+        if as_json:
+            continue
+        for d in diags:
+            if d.severity == "error" or not quiet:
+                click.echo(d.format(), err=bool(errors))
+        if not errors and not quiet:
+            warn = sum(1 for d in diags if d.severity == "warning")
+            click.echo(f"{path}: OK" + (f" ({warn} warning{'s' if warn != 1 else ''})" if warn else ""))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    if failed:
+        sys.exit(EXIT_FAIL)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin).")
+@click.option("--json", "as_json", is_flag=True, help="Emit the summary as JSON.")
+def info(model: str, weights: str | None, as_json: bool) -> None:
+    """Summarize MODEL: inputs, outputs, layers by type, weights."""
+    from .api import load
+    from .ops.base import fmt_shape
+
+    m = load(model, weights)
+    g = m.graph
+    counts = Counter(f"{n.layer.type}-{n.layer.version}" for n in g.nodes)
+    wsize = g.weights.bytes_read if g.weights is not None else 0
+    notes = sorted({d.message.split(":")[0] for d in m.diagnostics if d.severity == "warning"})
+    if as_json:
+        click.echo(json.dumps({
+            "file": model, "name": g.doc.name, "ir_version": g.doc.ir_version,
+            "inputs": [{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
+                       for s in m.inputs],
+            "outputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.element_type} for s in m.outputs],
+            "layers": dict(sorted(counts.items())), "weights_bytes": wsize, "notes": notes,
+        }, indent=2))
+        return
+    click.echo(f"model   {model}  (name '{g.doc.name}', IR v{g.doc.ir_version}, {len(g.nodes)} layers)")
+    click.echo("inputs")
+    for s in m.inputs:
+        alias = [n for n in s.names if n != s.name]
+        extra = f"  (also: {', '.join(alias)})" if alias else ""
+        click.echo(f"  {s.name:<24} {fmt_shape(s.shape):<20} {s.element_type}{extra}")
+    click.echo("outputs")
+    for s in m.outputs:
+        click.echo(f"  {s.name:<24} {fmt_shape(s.shape):<20} {s.element_type}")
+    click.echo("layers")
+    for k, v in sorted(counts.items()):
+        click.echo(f"  {k:<32} {v}")
+    click.echo(f"weights {wsize} bytes read from {g.weights.path if g.weights else '-'}")
+    for n in notes:
+        click.echo(f"note    {n}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: no traceback ever reaches the user."""
+    try:
+        rv = cli.main(args=argv, prog_name="irnorm", standalone_mode=False)
+        sys.exit(rv if isinstance(rv, int) else 0)
+    except click.exceptions.Abort:
+        _err("irnorm: interrupted")
+        sys.exit(EXIT_INTERRUPT)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
+    except IrnormError as e:
+        for d in e.diagnostics:
+            _err(d.format())
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        _err("irnorm: interrupted")
+        sys.exit(EXIT_INTERRUPT)
+    except BrokenPipeError:
+        sys.exit(EXIT_FAIL)
+    except MemoryError:
+        _err("irnorm: out of memory (try --max-memory to refuse such plans up front)")
+        sys.exit(EXIT_FAIL)
+    except SystemExit:
+        raise
+    except Exception as e:  # a bug: say so plainly, without a traceback
+        _err(f"irnorm: internal error: {type(e).__name__}: {e} (please report this with the model file)")
+        if os.environ.get("IRNORM_DEBUG"):
+            raise
+        sys.exit(EXIT_INTERNAL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The `.bin` weights file: memory-mapped, read only by offset/size with bounds checks."""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+
+from ..errors import Diagnostic, ModelFileError
+from ..ops.base import fail
+from .dtypes import ELEMENT_TYPES
+
+
+def default_weights_path(xml_path: str) -> str:
+    """OpenVINO's rule: the XML path with its last extension replaced by `.bin`."""
+    root, _ = os.path.splitext(xml_path)
+    return root + ".bin"
+
+
+class Weights:
+    """Lazily memory-mapped weights.  Only the path the user gave (or the one beside
+    the XML) is ever opened; nothing in the XML can name another file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._buf: mmap.mmap | bytes | None = None
+        self.bytes_read = 0
+
+    def _open(self) -> mmap.mmap | bytes:
+        if self._buf is None:
+            try:
+                with open(self.path, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            except (OSError, ValueError) as e:
+                msg = getattr(e, "strerror", None) or str(e)
+                raise ModelFileError(Diagnostic("IRN040", f"cannot read weights file {self.path}: {msg}",
+                                                file=self.path)) from None
+        return self._buf
+
+    @property
+    def size(self) -> int:
+        return len(self._open())
+
+    def read(self, element_type: str, shape: tuple[int, ...], offset: int, size: int) -> np.ndarray:
+        dtype = ELEMENT_TYPES[element_type]
+        count = 1
+        for d in shape:
+            count *= d
+        need = count * dtype.itemsize
+        if size != need:
+            raise fail("IRN042", f"size={size} but shape {list(shape)} of {element_type} needs {need} bytes")
+        buf = self._open()
+        if offset + size > len(buf):
+            raise fail("IRN041", f"offset={offset} size={size} reaches byte {offset + size}, "
+                                 f"past the end of the weights file ({len(buf)} bytes)")
+        # Copy into an aligned, writeable-safe array: offsets in a .bin carry no alignment.
+        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
+        arr.flags.writeable = False
+        self.bytes_read += size
+        return arr
+
+    def close(self) -> None:
+        if isinstance(self._buf, mmap.mmap):
+            self._buf.close()
+        self._buf = None

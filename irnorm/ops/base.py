@@ -1,0 +1,199 @@
+"""The op registry: one class per (type, operation version) declares its attribute
+schema, arity, shape/type rule and kernel in one place.
+
+An op module defines a subclass of :class:`Op` and decorates it with
+:func:`register`.  The graph builder looks ops up by the layer's `type`
+(case-insensitive, as OpenVINO does) and `version` (an opset name such as
+``opset12``, or irnorm's extension opset ``irnorm1``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..ir.attrs import AttrSchema
+
+# The newest opset OpenVINO 2026.4 ships.  Newer opset names are accepted for ops
+# that have not been replaced, so files from a later OpenVINO still load.
+LATEST_OPSET = 17
+EXTENSION_OPSET = "irnorm1"
+
+Shape = tuple  # tuple[int, ...]; -1 marks a dynamic dim
+
+
+@dataclass
+class TensorInfo:
+    """What is known about a tensor before running: shape (None = dynamic rank),
+    element type name, and the value when it is a (folded) constant."""
+
+    shape: tuple[int, ...] | None
+    dtype: str
+    value: np.ndarray | None = None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(d >= 0 for d in self.shape)
+
+
+class RuleError(Exception):
+    """An op's shape/type/attribute rule is broken; becomes a Diagnostic at the layer."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def fail(code: str, message: str) -> RuleError:
+    return RuleError(code, message)
+
+
+@dataclass
+class NodeContext:
+    """Everything an op's rule and kernel builder may look at."""
+
+    layer: Any  # LayerRecord
+    attrs: dict[str, Any]
+    inputs: list[TensorInfo]
+    num_outputs: int  # output ports the layer declares
+
+    def const(self, i: int, what: str) -> np.ndarray:
+        v = self.inputs[i].value
+        if v is None:
+            raise fail("IRN034", f"input {i} ({what}) must be a constant (a Const or a folded subgraph)")
+        return v
+
+
+Kernel = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+
+
+class Op:
+    """Base class for one operation version."""
+
+    type: ClassVar[str]
+    version: ClassVar[int]  # operation version, e.g. 12 for GroupNormalization-12
+    opsets: ClassVar[tuple[int, int | None] | str]  # (first, last or None) opset numbers, or an extension name
+    schema: ClassVar[AttrSchema] = AttrSchema()
+    inputs: ClassVar[tuple[int, int]] = (1, 1)  # min, max number of input ports
+    outputs: ClassVar[tuple[int, int]] = (1, 1)
+    # Constant-fold at load time when every input is constant.
+    foldable: ClassVar[bool] = True
+    doc: ClassVar[str] = ""
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        """Check the shape/type rule and return the output infos (dims may be -1)."""
+        raise NotImplementedError
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        """Return the kernel for this node.  `ctx.inputs` holds load-time infos; the kernel
+        must accept any concrete shapes consistent with them (dynamic dims)."""
+        raise NotImplementedError
+
+    @classmethod
+    def label(cls) -> str:
+        return f"{cls.type}-{cls.version}"
+
+
+_REGISTRY: dict[str, list[type[Op]]] = {}
+
+
+def register(cls: type[Op]) -> type[Op]:
+    _REGISTRY.setdefault(cls.type.lower(), []).append(cls)
+    return cls
+
+
+_OPSET_RE = re.compile(r"^opset(\d+)$")
+
+
+def lookup(type_: str, version: str) -> type[Op] | None:
+    _ensure_loaded()
+    cands = _REGISTRY.get(type_.lower(), [])
+    m = _OPSET_RE.match(version)
+    for cls in cands:
+        if isinstance(cls.opsets, str):
+            if version == cls.opsets:
+                return cls
+        elif m:
+            lo, hi = cls.opsets
+            n = int(m.group(1))
+            if n >= lo and (hi is None or n <= hi):
+                return cls
+    return None
+
+
+def known_versions(type_: str) -> list[str]:
+    _ensure_loaded()
+    out = []
+    for cls in _REGISTRY.get(type_.lower(), []):
+        if isinstance(cls.opsets, str):
+            out.append(cls.opsets)
+        else:
+            lo, hi = cls.opsets
+            out.append(f"opset{lo}..opset{hi}" if hi else f"opset{lo}+")
+    return out
+
+
+def all_ops() -> list[type[Op]]:
+    _ensure_loaded()
+    return [c for cs in _REGISTRY.values() for c in cs]
+
+
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import load_all
+
+        load_all()
+
+
+# ---- helpers shared by op rules -------------------------------------------------
+
+
+def same_dim(a: int, b: int) -> bool:
+    return a == -1 or b == -1 or a == b
+
+
+def merge_dim(a: int, b: int) -> int:
+    return b if a == -1 else a
+
+
+def normalize_axes(axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -rank <= a < rank:
+            raise fail("IRN032", f"{what} value {a} is out of range [{-rank}, {rank - 1}] for rank {rank}")
+        out.append(a + rank if a < 0 else a)
+    return out
+
+
+def fmt_shape(shape: Sequence[int] | None) -> str:
+    if shape is None:
+        return "[...]"
+    return "[" + ",".join("?" if d == -1 else str(d) for d in shape) + "]"
+
+
+def require_float(ctx: NodeContext, i: int, what: str) -> str:
+    t = ctx.inputs[i].dtype
+    if t not in ("f64", "f32", "f16", "bf16"):
+        raise fail("IRN033", f"{what} must be a floating-point tensor, got {t}")
+    return t
+
+
+def require_same_type(ctx: NodeContext, i: int, j: int, what: str) -> None:
+    a, b = ctx.inputs[i].dtype, ctx.inputs[j].dtype
+    if a != b:
+        raise fail("IRN033", f"{what} has element type {b}, expected {a} (same as input {i})")

@@ -1,0 +1,67 @@
+"""GroupNormalization-12 (OpenVINO opset12+).
+
+y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c], with mean and (biased)
+variance over each (n, group) block of C/G channels x all spatial positions.
+"""
+
+from __future__ import annotations
+
+from ..ir.attrs import Attr, AttrSchema, at_least, parse_float, parse_int, positive
+from .base import NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_float, require_same_type
+
+
+@register
+class GroupNormalization(Op):
+    type = "GroupNormalization"
+    version = 12
+    opsets = (12, None)
+    schema = AttrSchema([
+        Attr("num_groups", parse_int, check=at_least(1), doc="G, in 1..C, divides C"),
+        Attr("epsilon", parse_float, check=positive, doc="added to the variance"),
+    ])
+    inputs = (3, 3)
+    doc = ("data [N,C,...] (rank >= 2), scale [C], bias [C]; statistics per (n, group) over C/G channels and "
+           "all spatial positions, accumulated in float64, applied in float32 (float64 for f64); f16/bf16 "
+           "data is converted on the way in and out.")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x, scale, bias = ctx.inputs
+        t = require_float(ctx, 0, "data")
+        require_same_type(ctx, 0, 1, "scale")
+        require_same_type(ctx, 0, 2, "bias")
+        if x.shape is None:
+            return [TensorInfo(None, t)]
+        if len(x.shape) < 2:
+            raise fail("IRN032", f"data must be at least 2-D [N, C, ...], got {fmt_shape(x.shape)}")
+        c = x.shape[1]
+        g = ctx.attrs["num_groups"]
+        for what, info in (("scale", scale), ("bias", bias)):
+            if info.shape is not None:
+                if len(info.shape) != 1:
+                    raise fail("IRN032", f"{what} must be 1-D [C], got {fmt_shape(info.shape)}")
+                if c != -1 and info.shape[0] != -1 and info.shape[0] != c:
+                    raise fail("IRN032", f"{what} has {info.shape[0]} values but data has C={c} channels")
+        if c != -1:
+            if g > c:
+                raise fail("IRN023", f"num_groups={g} exceeds the channel count C={c}")
+            if c % g:
+                raise fail("IRN023", f"C={c} channels are not divisible by num_groups={g}")
+        return [TensorInfo(x.shape, t)]
+
+    def build(self, ctx: NodeContext):
+        from ..kernels import moments  # lazy: validate and --help never import numba
+
+        g = ctx.attrs["num_groups"]
+        eps = float(ctx.attrs["epsilon"])
+
+        def run(ins):
+            x, scale, bias = ins
+            n, c = x.shape[0], x.shape[1]
+            spatial = x.size // (n * c) if n * c else 0
+            # (N*G, C/G * spatial) rows; per-channel affine = runs of `spatial` elements.
+            xv = x.reshape(n * g, (c // g) * spatial) if x.size else x.reshape(n * g, 0)
+            y = moments.normalize(xv, [1], moments.INSIDE_SQRT, eps, scale=scale, bias=bias, o_mod=g,
+                                  seg_len=max(spatial, 1) if spatial else None, out_dtype=x.dtype)
+            return [y.reshape(x.shape)]
+
+        return run

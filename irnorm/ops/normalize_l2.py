@@ -1,0 +1,72 @@
+"""NormalizeL2-1 (OpenVINO opset1+).
+
+y = x / sqrt(eps_mode(sum over axes of x^2, eps)), eps_mode add: s + eps, max: max(s, eps).
+Empty axes follow the spec at every rank: 0 where x == 0, 1 elsewhere (NaN stays NaN).
+OpenVINO's CPU plugin applies that rule only at ranks 2-4 and returns x/sqrt(x^2+eps)
+(about sign(x)) at ranks 1 and 5+.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.attrs import Attr, AttrSchema, enum, parse_float, positive
+from ..ir.dtypes import INT_TYPES
+from .base import NodeContext, Op, TensorInfo, fail, fmt_shape, normalize_axes, register, require_float
+
+
+def axes_value(ctx: NodeContext, index: int, rank: int, what: str = "axes") -> list[int]:
+    """Read a constant axes input (scalar or 1-D integer tensor), normalized to [0, rank)."""
+    info = ctx.inputs[index]
+    if info.dtype not in INT_TYPES:
+        raise fail("IRN033", f"{what} must be an integer tensor, got {info.dtype}")
+    if info.shape is not None and len(info.shape) > 1:
+        raise fail("IRN032", f"{what} must be a scalar or 1-D, got {fmt_shape(info.shape)}")
+    raw = [int(a) for a in ctx.const(index, what).reshape(-1)]
+    axes = normalize_axes(raw, rank, what)
+    if len(set(axes)) != len(axes):
+        raise fail("IRN032", f"{what} {raw} has repeated axes")
+    return axes
+
+
+@register
+class NormalizeL2(Op):
+    type = "NormalizeL2"
+    version = 1
+    opsets = (1, None)
+    schema = AttrSchema([
+        Attr("eps", parse_float, check=positive, doc="float32 in OpenVINO"),
+        Attr("eps_mode", enum("add", "max")),
+    ])
+    inputs = (2, 2)
+    doc = ("data (any rank, float), axes (constant scalar or 1-D integer, unique, in [-r, r-1]). "
+           "Sum of squares accumulated in float64. Empty axes: spec rule at every rank (see module notes).")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        t = require_float(ctx, 0, "data")
+        if x.shape is not None:
+            axes_value(ctx, 1, len(x.shape))
+        return [TensorInfo(x.shape, t)]
+
+    def build(self, ctx: NodeContext):
+        from ..kernels import moments  # lazy: validate and --help never import numba
+
+        eps = float(np.float32(ctx.attrs["eps"]))
+        mode = moments.L2_ADD if ctx.attrs["eps_mode"] == "add" else moments.L2_MAX
+
+        def run(ins):
+            x = ins[0]
+            axes = normalize_axes([int(a) for a in np.asarray(ins[1]).reshape(-1)], x.ndim)
+            if not axes:
+                return [empty_axes_rule(x)]
+            return [moments.normalize(x, axes, mode, eps, center=False)]
+
+        return run
+
+
+def empty_axes_rule(x: np.ndarray) -> np.ndarray:
+    """Each element divided by itself: 0 for zeros, 1 otherwise, NaN for NaN."""
+    one = np.ones((), x.dtype)
+    y = np.where(x == 0, np.zeros((), x.dtype), one).astype(x.dtype)
+    return np.where(np.isnan(x.astype(np.float32)), x, y)

@@ -1,0 +1,407 @@
+"""Flat float64 numpy oracle: one plain function per operator, named after it.
+
+In the style of jax's ``lax_reference.py``: no classes, no registry, nothing from the rest of
+``irnorm``.  Every function casts its inputs to float64 itself, computes with the textbook
+two-pass formula (mean first, then the *biased* variance as the mean of squared deviations)
+and returns float64 arrays, so that a reader can check it against the spec by eye.  It is
+slow on purpose and used by the tests only.
+
+The semantics follow /work/shared/notes/ir-format.md, sections 11-12 ("Operation semantics",
+"Contradictions between sources"), and the specs in /work/shared/specs/.  Where OpenVINO's
+spec, reference implementation and CPU plugin disagree, each docstring says which one is
+followed.
+
+Degenerate inputs (eps=0 on a constant slice, 0**negative power, ...) produce NaN/inf as the
+formula dictates; numpy's floating-point warnings are silenced for those, because here they
+are the documented result rather than an accident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+__all__ = [
+    "batch_norm_inference",
+    "convert",
+    "group_normalization",
+    "layer_normalization",
+    "lrn",
+    "mvn1",
+    "mvn1_axes",
+    "mvn6",
+    "normalize_l2",
+    "scale",
+    "scale_int8_output",
+    "trt_normalization",
+]
+
+
+def _f64(a: ArrayLike) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64)
+
+
+def _axes(axes: Sequence[int] | int, rank: int) -> tuple[int, ...]:
+    """Normalize axes: each in [-rank, rank-1], negatives counted from the back, duplicates
+    collapsed (as a set), result sorted.  Out-of-range axes raise ValueError."""
+    out = set()
+    for a in np.atleast_1d(np.asarray(axes, dtype=np.int64)).tolist():
+        if not -rank <= a < rank:
+            raise ValueError(f"axis {a} is out of range for rank {rank}")
+        out.add(a % rank)
+    return tuple(sorted(out))
+
+
+def _moments(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Two-pass mean and biased variance over ``axes`` (keepdims).  Empty axes give
+    mean == x and variance == 0."""
+    mean = np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+    return mean, var
+
+
+def _channel_shape(c: int, rank: int) -> tuple[int, ...]:
+    """Shape [1, C, 1, ..., 1] of the given rank (a per-channel vector broadcast over axis 1)."""
+    return (1, c) + (1,) * (rank - 2)
+
+
+def group_normalization(
+    x: ArrayLike, scale: ArrayLike, bias: ArrayLike, num_groups: int, epsilon: float
+) -> np.ndarray:
+    """OpenVINO GroupNormalization-12 (spec 002).
+
+    ``x`` is [N, C, ...] with rank >= 2, ``scale`` and ``bias`` are 1-D [C].  ``x`` is viewed as
+    [N, G, C/G, ...]; for each (n, g) the mean and biased variance are taken over the C/G
+    channels and all spatial elements, and y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c].
+    ``num_groups`` must be in 1..C and divide C; a rank-2 input works (groups of C/G scalars).
+    Validation mirrors OpenVINO's shape inference (notes section 11).
+    """
+    x, scale, bias = _f64(x), _f64(scale), _f64(bias)
+    if x.ndim < 2:
+        raise ValueError("GroupNormalization: the input tensor is required to be at least 2D")
+    n, c = x.shape[:2]
+    if scale.shape != (c,) or bias.shape != (c,):
+        raise ValueError(
+            f"GroupNormalization: scale and bias must be 1-D [{c}], got {scale.shape}, {bias.shape}"
+        )
+    if num_groups <= 0 or c % num_groups != 0:
+        raise ValueError(f"GroupNormalization: num_groups={num_groups} must be positive and divide C={c}")
+    grouped = x.reshape((n, num_groups, c // num_groups) + x.shape[2:])
+    axes = tuple(range(2, grouped.ndim))
+    mean, var = _moments(grouped, axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normalized = ((grouped - mean) / np.sqrt(var + epsilon)).reshape(x.shape)
+    shape = _channel_shape(c, x.ndim)
+    return normalized * scale.reshape(shape) + bias.reshape(shape)
+
+
+def normalize_l2(x: ArrayLike, axes: Sequence[int], eps: float, eps_mode: str) -> np.ndarray:
+    """OpenVINO NormalizeL2-1 (spec 003): y = x / sqrt(mode(sum_axes x**2, eps)).
+
+    ``eps_mode`` "add" gives sum + eps, "max" gives max(sum, eps) (case-insensitive).
+    Empty ``axes``: the spec's particular case "each element is divided by itself", i.e. 0 where
+    x == 0 and 1 elsewhere (so -3 gives 1, not -1), applied at every rank.  The OpenVINO CPU
+    plugin (2026.4) applies that rule only at ranks 2-4: it gives x / sqrt(x**2 + eps) ~ sign(x)
+    at ranks 1 and 5 (notes section 11), and wrong values at rank >= 6 (its decomposed ReduceSum
+    over empty axes fills only the innermost row).  The oracle follows the spec.
+    An all-zero slice gives 0 when eps > 0 and NaN when eps == 0 (0/0), like the CPU plugin.
+    """
+    x = _f64(x)
+    mode = eps_mode.lower()
+    if mode not in ("add", "max"):
+        raise ValueError(f"NormalizeL2: eps_mode must be 'add' or 'max', got {eps_mode!r}")
+    red = _axes(axes, x.ndim)
+    if not red:
+        return np.where(x == 0, 0.0, 1.0)
+    sumsq = np.sum(x * x, axis=red, keepdims=True)
+    denom = sumsq + eps if mode == "add" else np.maximum(sumsq, eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return x / np.sqrt(denom)
+
+
+def mvn6(
+    x: ArrayLike, axes: Sequence[int], normalize_variance: bool, eps: float, eps_mode: str
+) -> np.ndarray:
+    """OpenVINO MVN-6: mean-variance normalization over ``axes``.
+
+    d = x - mean(x, axes); with ``normalize_variance`` false the result is d, otherwise
+    "inside_sqrt" gives d / sqrt(var + eps) and "outside_sqrt" gives d / (sqrt(var) + eps)
+    (``eps_mode`` case-insensitive: the serializer writes it upper case).  var is the MEAN of
+    squared deviations, as in OpenVINO's reference and CPU plugin (the spec's formula writes a
+    sum).  Axes may be negative or unsorted; duplicates act as a set.
+    Empty axes: mean == x, so d == 0 and the output is all zeros, matching OpenVINO's reference
+    (constant folding) -- the formula gives this naturally (for eps > 0; eps == 0 gives 0/0 NaN
+    when normalizing the variance, as for any constant slice).  The OpenVINO CPU plugin (2026.4)
+    agrees at ranks 1 and 3-5 but returns the input unchanged at rank 2 and wrong values at
+    rank >= 6.
+    """
+    x = _f64(x)
+    mode = eps_mode.lower()
+    if mode not in ("inside_sqrt", "outside_sqrt"):
+        raise ValueError(f"MVN-6: eps_mode must be 'inside_sqrt' or 'outside_sqrt', got {eps_mode!r}")
+    mean, var = _moments(x, _axes(axes, x.ndim))
+    d = x - mean
+    if not normalize_variance:
+        return d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if mode == "inside_sqrt":
+            return d / np.sqrt(var + eps)
+        return d / (np.sqrt(var) + eps)
+
+
+def mvn1_axes(rank: int, across_channels: bool, reduction_axes: Sequence[int] | None) -> tuple[int, ...]:
+    """Effective reduction axes of OpenVINO MVN-1 (notes section 11, "MVN-1").
+
+    ``reduction_axes`` wins whenever it is given (not None), even if empty: OpenVINO's serializer
+    writes both attributes and the reader recomputes ``across_channels`` from the axes.
+    Otherwise ``across_channels`` true gives [1..rank-1] and false gives [2..rank-1] (empty at
+    rank 2).  Returned normalized: non-negative, sorted, unique.
+    """
+    if reduction_axes is not None:
+        return _axes(reduction_axes, rank)
+    return tuple(range(1 if across_channels else 2, rank))
+
+
+def mvn1(
+    x: ArrayLike,
+    across_channels: bool,
+    reduction_axes: Sequence[int] | None,
+    normalize_variance: bool,
+    eps: float,
+) -> np.ndarray:
+    """OpenVINO MVN-1 (opset2..opset5): MVN over ``mvn1_axes(...)`` with eps always inside the
+    sqrt: (x - mean) / sqrt(var + eps), or x - mean without ``normalize_variance``.  Empty
+    effective axes (e.g. rank 2 with across_channels false) give zeros, as on the CPU plugin.
+    """
+    x = _f64(x)
+    return mvn6(x, mvn1_axes(x.ndim, across_channels, reduction_axes), normalize_variance, eps, "inside_sqrt")
+
+
+def batch_norm_inference(
+    x: ArrayLike,
+    gamma: ArrayLike,
+    beta: ArrayLike,
+    mean: ArrayLike,
+    variance: ArrayLike,
+    epsilon: float,
+) -> np.ndarray:
+    """OpenVINO BatchNormInference-1/-5: y = (x - mean) / sqrt(variance + epsilon) * gamma + beta.
+
+    Channel axis 1, rank >= 2, every parameter 1-D [C].  The argument order is data first (the
+    Python API's and BN-5's port order; BN-1's IR ports put gamma and beta before data, notes
+    section 11).  epsilon == 0 is allowed.
+    """
+    x = _f64(x)
+    if x.ndim < 2:
+        raise ValueError("BatchNormInference: input argument must have rank of at least 2")
+    c = x.shape[1]
+    params = [_f64(p) for p in (gamma, beta, mean, variance)]
+    for p in params:
+        if p.shape != (c,):
+            raise ValueError(f"BatchNormInference: parameters must be 1-D [{c}], got {p.shape}")
+    g, b, m, v = (p.reshape(_channel_shape(c, x.ndim)) for p in params)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (x - m) / np.sqrt(v + epsilon) * g + b
+
+
+def lrn(x: ArrayLike, axes: Sequence[int], alpha: float, beta: float, bias: float, size: int) -> np.ndarray:
+    """OpenVINO LRN-1, following OpenVINO's reference implementation (which the CPU plugin matches).
+
+    y = x / (bias + alpha / size**len(axes) * S)**beta, where S sums x**2 over a box: along each
+    axis in ``axes`` the window is [i - (size-1)//2, i + (size-1)//2], clipped to the tensor.
+    Even sizes therefore cover size-1 elements (size=2 covers only the element itself) yet still
+    divide alpha by size**len(axes).  The spec's prose omits the square and its window example is
+    wider; ONNX LRN's window is asymmetric (notes sections 11, 12).
+    The OpenVINO CPU plugin (2026.4) matches for axes [1] and for exactly the spatial axes, but it
+    truncates ``bias`` to an integer (1.5 acts as 1; intel_cpu keeps it in an ``int``), and for any
+    other accepted axes set (one containing all spatial axes plus 0 and/or 1) it reduces over the
+    spatial axes only.
+    """
+    x = _f64(x)
+    if size < 1:
+        raise ValueError(f"LRN: size must be positive, got {size}")
+    red = _axes(axes, x.ndim)
+    half = (size - 1) // 2
+    window_sum = x * x
+    for ax in red:  # the box sum is separable: a 1-D window sum along each axis in turn
+        n = x.shape[ax]
+        acc = np.zeros_like(window_sum)
+        for off in range(-half, half + 1):
+            # acc[..., i, ...] += window_sum[..., i + off, ...] for the i with 0 <= i + off < n
+            dst = [slice(None)] * x.ndim
+            src = [slice(None)] * x.ndim
+            dst[ax] = slice(max(0, -off), min(n, n - off))
+            src[ax] = slice(max(0, off), min(n, n + off))
+            acc[tuple(dst)] += window_sum[tuple(src)]
+        window_sum = acc
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return x / (bias + alpha / float(size) ** len(red) * window_sum) ** beta
+
+
+def layer_normalization(
+    x: ArrayLike,
+    scale: ArrayLike,
+    bias: ArrayLike | None = None,
+    axis: int = -1,
+    epsilon: float = 1e-5,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ONNX LayerNormalization-17 (spec 004); returns (Y, Mean, InvStdDev).
+
+    Normalized axes are [axis..r-1] (``axis`` in [-r, r)).  Mean = mean(X), D = X - Mean,
+    Var = mean(D*D), InvStdDev = 1 / sqrt(Var + epsilon), Y = D * InvStdDev * Scale + B.
+    Mean and InvStdDev have shape X.shape[:axis] + [1] * (r - axis).  Scale and B (optional)
+    need only be unidirectionally broadcastable to X.  ``stash_type`` is moot here: everything
+    is float64.
+    """
+    x, scale = _f64(x), _f64(scale)
+    r = x.ndim
+    if not -r <= axis < r:
+        raise ValueError(f"LayerNormalization: axis {axis} is out of range for rank {r}")
+    axis %= r
+    params = [scale] if bias is None else [scale, _f64(bias)]
+    for p in params:
+        if p.ndim > r or np.broadcast_shapes(p.shape, x.shape) != x.shape:
+            raise ValueError(
+                f"LayerNormalization: {p.shape} is not unidirectionally broadcastable to {x.shape}"
+            )
+    mean, var = _moments(x, tuple(range(axis, r)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_std_dev = 1.0 / np.sqrt(var + epsilon)
+        y = (x - mean) * inv_std_dev * scale
+    if bias is not None:
+        y = y + params[1]
+    return y, mean, inv_std_dev
+
+
+def _mask_axes(axes_mask: int, rank: int) -> tuple[int, ...]:
+    """Axes of a TensorRT uint32 axes bitmask (bit i = axis i)."""
+    mask = int(axes_mask)
+    if not 0 <= mask < 1 << 32:
+        raise ValueError(f"Normalization: axes_mask {mask} is not a uint32")
+    if mask >> rank:
+        raise ValueError(f"Normalization: axes_mask {mask:#x} has bits beyond rank {rank}")
+    return tuple(i for i in range(rank) if mask >> i & 1)
+
+
+def trt_normalization(
+    x: ArrayLike,
+    scale: ArrayLike,
+    bias: ArrayLike,
+    axes_mask: int,
+    num_groups: int = 1,
+    epsilon: float = 1e-5,
+) -> np.ndarray:
+    """TensorRT INormalizationLayer (spec 000): Y = (X - Mean) / sqrt(Var + epsilon) * S + B.
+
+    ``axes_mask`` is the uint32 bitmask (bit i = axis i); bits at or beyond the rank are rejected.
+    num_groups == 1: mean and biased variance over the mask's axes (the spec's np.mean/np.var
+    example); scale and bias are numpy-broadcast to X (they must broadcast to X's shape).
+    num_groups > 1 (group norm): X [N, C, ...] is viewed as [N, G, C/G, ...] and the statistics
+    are taken over the channel-in-group axis plus the mask's axes; the mask must not contain
+    axis 1 (onnx-tensorrt PR #1052).  Scale/bias may be per-group [1, G, 1, ...] (the TRT docs)
+    or per-channel [1, C, 1, ...] (ONNX-21, OpenVINO, and possibly addNormalizationV2), chosen by
+    shape; when G == C both readings agree.  Other shapes raise ValueError (notes section 11).
+    """
+    x, scale, bias = _f64(x), _f64(scale), _f64(bias)
+    r = x.ndim
+    red = _mask_axes(axes_mask, r)
+    if num_groups == 1:
+        for p in (scale, bias):
+            if p.ndim > r or np.broadcast_shapes(p.shape, x.shape) != x.shape:
+                raise ValueError(f"Normalization: scale/bias {p.shape} does not broadcast to {x.shape}")
+        mean, var = _moments(x, red)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (x - mean) / np.sqrt(var + epsilon) * scale + bias
+    if num_groups < 1:
+        raise ValueError(f"Normalization: num_groups must be positive, got {num_groups}")
+    if r < 2:
+        raise ValueError("Normalization: group normalization needs an input of rank >= 2")
+    if 1 in red:
+        raise ValueError("Normalization: axes_mask must not contain axis 1 when num_groups > 1")
+    n, c = x.shape[:2]
+    g = num_groups
+    if c % g != 0:
+        raise ValueError(f"Normalization: num_groups={g} does not divide C={c}")
+    grouped = x.reshape((n, g, c // g) + x.shape[2:])
+    # axis 0 of x stays axis 0; axis a >= 2 of x is axis a + 1 of the grouped view.
+    grouped_axes = (2,) + tuple(a + 1 if a >= 2 else a for a in red)
+    mean, var = _moments(grouped, tuple(sorted(grouped_axes)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        normalized = (grouped - mean) / np.sqrt(var + epsilon)
+    per_group, per_channel = _channel_shape(g, r), _channel_shape(c, r)
+    if scale.shape == per_channel and bias.shape == per_channel:
+        return normalized.reshape(x.shape) * scale + bias
+    if scale.shape == per_group and bias.shape == per_group:
+        gshape = (1, g, 1) + (1,) * (r - 2)
+        return (normalized * scale.reshape(gshape) + bias.reshape(gshape)).reshape(x.shape)
+    raise ValueError(
+        f"Normalization: scale/bias must both be {per_group} (per group) or {per_channel} (per channel), "
+        f"got {scale.shape}, {bias.shape}"
+    )
+
+
+def scale(
+    x: ArrayLike,
+    mode: str,
+    scale: ArrayLike,
+    shift: ArrayLike,
+    power: ArrayLike,
+    channel_axis: int,
+) -> np.ndarray:
+    """TensorRT IScaleLayer (spec 001): y = (x * scale + shift) ** power, element by element.
+
+    ``mode`` (case-insensitive): "uniform" takes one coefficient; "channel" one per
+    x.shape[channel_axis]; "elementwise" one per element of x.shape[channel_axis:] (flattened in
+    C order).  ``scale``/``shift``/``power`` are 1-D; an empty (size 0) array means the default
+    1 / 0 / 1.  ``channel_axis`` may be negative.  TensorRT's rank >= 4 requirement is not
+    enforced here (onnx-tensorrt pads lower ranks to 4-D; the math is the same).  A negative
+    base with a non-integer power gives NaN, as C's pow does.
+    """
+    x = _f64(x)
+    r = x.ndim
+    m = mode.lower()
+    if not -r <= channel_axis < r:
+        raise ValueError(f"Scale: channel_axis {channel_axis} is out of range for rank {r}")
+    ca = channel_axis % r
+    if m == "uniform":
+        shape: tuple[int, ...] = ()
+    elif m == "channel":
+        shape = (x.shape[ca],) + (1,) * (r - ca - 1)
+    elif m == "elementwise":
+        shape = x.shape[ca:]
+    else:
+        raise ValueError(f"Scale: mode must be uniform, channel or elementwise, got {mode!r}")
+    count = int(np.prod(shape))
+    coeffs = []
+    for name, value, default in (("scale", scale, 1.0), ("shift", shift, 0.0), ("power", power, 1.0)):
+        v = _f64(value).reshape(-1)
+        if v.size == 0:
+            coeffs.append(np.float64(default))
+        elif v.size == count:
+            coeffs.append(v.reshape(shape))
+        else:
+            raise ValueError(f"Scale: {m} mode needs {count} {name} values, got {v.size}")
+    s, sh, p = coeffs
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.power(x * s + sh, p)
+
+
+def scale_int8_output(y: ArrayLike) -> np.ndarray:
+    """IScaleLayer FP32-in / INT8-out: round half to even, then saturate to [-128, 127].
+
+    Returns int8.  NaN has no int8 value and raises ValueError (TensorRT's choice is not
+    documented); +-inf saturate.
+    """
+    y = _f64(y)
+    if np.isnan(y).any():
+        raise ValueError("scale_int8_output: NaN cannot be converted to int8")
+    return np.clip(np.rint(y), -128, 127).astype(np.int8)
+
+
+def convert(x: ArrayLike, destination_dtype: DTypeLike) -> np.ndarray:
+    """OpenVINO Convert, for completeness: plain numpy ``astype`` (returns ``destination_dtype``,
+    not float64).  OpenVINO's own float-to-integer rounding and saturation rules are not modelled.
+    """
+    return np.asarray(x).astype(destination_dtype)
