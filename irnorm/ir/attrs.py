@@ -124,14 +124,21 @@ def positive(v: float) -> str | None:
     return None if v > 0 else f"must be positive, got {v}"
 
 
+positive.__name__ = "> 0"
+
+
 def non_negative(v: float) -> str | None:
     return None if v >= 0 else f"must be non-negative, got {v}"
+
+
+non_negative.__name__ = ">= 0"
 
 
 def at_least(n: int) -> Callable[[int], str | None]:
     def check(v: int) -> str | None:
         return None if v >= n else f"must be at least {n}, got {v}"
 
+    check.__name__ = f">= {n}"
     return check
 
 
