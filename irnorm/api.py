@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import Diagnostic, IrnormError, ModelFileError, ValidationError
+from .errors import Diagnostic, IrnormError, ModelFileError, ResourceLimitError, ValidationError
 from .ir.graph import Graph, build_graph
 from .ir.reader import parse_document
 from .ir.weights import Weights, default_weights_path
@@ -30,12 +30,20 @@ def validate(xml_path: str | os.PathLike, weights: str | os.PathLike | None = No
     """Check a model without running it.  Returns the warnings; raises ValidationError
     (or ModelFileError) listing every error."""
     diags = check(xml_path, weights)
-    errors = [d for d in diags if d.severity == "error"]
-    if errors:
-        cls = ModelFileError if all(d.code < "IRN010" or d.code.startswith("IRN04") for d in errors) \
-            else ValidationError
-        raise cls(diags)
+    if any(d.severity == "error" for d in diags):
+        raise _error_class(diags)(diags)
     return diags
+
+
+def _error_class(diags: list[Diagnostic]) -> type[IrnormError]:
+    """The most specific exception for a set of diagnostics: file-level problems are
+    ModelFileError, only size problems ResourceLimitError, anything else ValidationError."""
+    errors = [d for d in diags if d.severity == "error"]
+    if all(d.code < "IRN010" or d.code.startswith("IRN04") for d in errors):
+        return ModelFileError
+    if all(d.code.startswith("IRN05") for d in errors):
+        return ResourceLimitError
+    return ValidationError
 
 
 def load(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None, *,
@@ -46,7 +54,6 @@ def load(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None, 
     from .runtime.model import Model
 
     graph = _graph(xml_path, weights)
-    errors = [d for d in graph.diagnostics if d.severity == "error"]
-    if errors:
-        raise ValidationError(graph.diagnostics)
+    if not graph.ok:
+        raise _error_class(graph.diagnostics)(graph.diagnostics)
     return Model(graph, max_memory=max_memory)

@@ -75,11 +75,11 @@ def _gather_inputs(model: Any, inputs_npz: str | None, items: tuple[str, ...], s
         if not hasattr(data, "files"):
             raise InputError(Diagnostic("IRN063", "--inputs expects an .npz archive (use -i NAME=FILE.npy for "
                                                   ".npy files)", file=inputs_npz))
-        try:
-            for k in data.files:
+        for k in data.files:
+            try:
                 given[k] = data[k]
-        except Exception as e:
-            raise InputError(Diagnostic("IRN063", f"corrupt archive member: {e}", file=inputs_npz)) from None
+            except Exception as e:  # truncated member, bad header, pickled object array ...
+                raise InputError(Diagnostic("IRN063", f"cannot read member {k!r}: {e}", file=inputs_npz)) from None
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
@@ -154,6 +154,14 @@ def _save_npz(path: str, arrays: dict[str, Any]) -> None:
     d = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(prefix=".irnorm-", suffix=".npz.tmp", dir=d)
     try:
+        # mkstemp creates 0600; give the file the mode an ordinary open() would (or the old file's).
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
         os.replace(tmp, path)

@@ -84,7 +84,7 @@ class Diagnostic:
             where += f":{self.line}"
         layer = ""
         if self.layer_id is not None or self.layer_name is not None:
-            layer = f"layer {self.layer_id if self.layer_id is not None else '?'} '{self.layer_name or ''}'"
+            layer = f"layer {self.layer_id or '?'} '{self.layer_name or ''}'"
             if self.layer_type:
                 layer += f" ({self.layer_type}-{self.layer_version or '?'})"
             layer += ": "

@@ -12,11 +12,16 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, ModelFileError
 from ..ops.base import NodeContext, Op, RuleError, TensorInfo, fmt_shape, known_versions, lookup
 from .attrs import AttrError
+from .dtypes import ELEMENT_TYPES
 from .reader import IRDocument, LayerRecord
 from .weights import Weights
+
+# Larger tensors are absurd on any machine (64 TiB) and refused while checking, before any allocation.
+ABSURD_BYTES = 1 << 46
+MAX_ELEMENTS = (1 << 63) - 1
 
 
 @dataclass
@@ -28,6 +33,7 @@ class Node:
     sources: list[tuple[int, int] | None]  # per input operand: (producer node index, output index)
     outputs: list[TensorInfo | None] = field(default_factory=list)
     ok: bool = True  # rule checks passed
+    arity_ok: bool = True  # port counts fit the op (its rule is not run otherwise)
 
     @property
     def label(self) -> str:
@@ -72,7 +78,8 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
     # op lookup + attributes
     ops: list[Op | None] = []
     attrs: list[dict[str, Any]] = []
-    for lay in layers:
+    bad_arity: set[int] = set()
+    for li, lay in enumerate(layers):
         cls = lookup(lay.type, lay.version) if lay.type and lay.version else None
         if cls is None and lay.type and lay.version:
             known = known_versions(lay.type)
@@ -86,11 +93,13 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
             if not lo <= len(lay.inputs) <= hi:
                 want = f"{lo}" if lo == hi else f"{lo} to {hi}"
                 diags.append(_diag(doc, lay, "IRN017", f"has {len(lay.inputs)} input ports, {op.label()} takes {want}"))
+                bad_arity.add(li)
             lo, hi = op.outputs
             if not lo <= len(lay.outputs) <= hi:
                 want = f"{lo}" if lo == hi else f"{lo} to {hi}"
                 diags.append(_diag(doc, lay, "IRN017", f"has {len(lay.outputs)} output ports, {op.label()} "
                                                        f"produces {want}"))
+                bad_arity.add(li)
 
     # edges -> sources per (layer, input operand)
     sources: list[list[tuple[int, int] | None]] = [[None] * len(lay.inputs) for lay in layers]
@@ -142,25 +151,36 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
             if indeg[j] == 0:
                 heapq.heappush(ready, j)
     if len(order) < len(layers):
-        in_cycle = [layers[i] for i in range(len(layers)) if i not in set(order)]
+        done = set(order)
+        rest = {i for i in range(len(layers)) if i not in done}
+        # Drop layers that only hang below a cycle: what remains lies on (or between) cycles.
+        changed = True
+        while changed:
+            changed = False
+            for i in sorted(rest):
+                if not (succ[i] & rest):
+                    rest.discard(i)
+                    changed = True
+        in_cycle = [layers[i] for i in sorted(rest)] or [layers[i] for i in range(len(layers)) if i not in done]
         names = ", ".join(f"{lay.id} '{lay.name}'" for lay in in_cycle[:6])
         diags.append(_diag(doc, in_cycle[0], "IRN016", f"the graph has a cycle through layers {names}"))
-        order += [i for i in range(len(layers)) if i not in set(order)]
+        order += [i for i in range(len(layers)) if i not in done]
     pos = {li: k for k, li in enumerate(order)}
 
     nodes: list[Node] = []
     for k, li in enumerate(order):
         srcs = [(pos[s[0]], s[1]) if s is not None else None for s in sources[li]]
-        nodes.append(Node(k, layers[li], ops[li], attrs[li], srcs))
+        nodes.append(Node(k, layers[li], ops[li], attrs[li], srcs, arity_ok=li not in bad_arity))
 
+    weights_failed = False
     if weights is not None and any(n.op is not None and n.op.type == "Const" for n in nodes):
         try:
             weights.size  # noqa: B018  (opens the file; errors become a diagnostic)
-        except Exception as e:  # ModelFileError
-            diags.extend(getattr(e, "diagnostics", []))
-            weights = None
+        except ModelFileError as e:
+            diags.extend(e.diagnostics)
+            weights, weights_failed = None, True
 
-    _infer_all(doc, nodes, weights, diags)
+    _infer_all(doc, nodes, weights, diags, weights_failed)
     compressed = [n for n in nodes if n.op is not None and n.op.type == "Convert" and "decompression" in n.layer.rt_info
                   and n.sources and n.sources[0] is not None and nodes[n.sources[0][0]].outputs
                   and nodes[n.sources[0][0]].outputs[0] is not None
@@ -174,7 +194,8 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
     results = [pos[i] for i, lay in enumerate(layers) if ops[i] is not None and ops[i].type == "Result"]
     if not results:
         diags.append(Diagnostic("IRN018", "the model has no Result layer", file=doc.path))
-    _reachability(doc, nodes, results, diags)
+    else:  # without a Result every layer would be "dangling": say it once (above), not per layer
+        _reachability(doc, nodes, results, diags)
     return Graph(doc.path, doc, nodes, parameters, results, diags, weights)
 
 
@@ -212,11 +233,15 @@ def _parse_attrs(doc: IRDocument, lay: LayerRecord, op: Op, diags: list[Diagnost
     return out
 
 
-def _infer_all(doc: IRDocument, nodes: list[Node], weights: Weights | None, diags: list[Diagnostic]) -> None:
+def _infer_all(doc: IRDocument, nodes: list[Node], weights: Weights | None, diags: list[Diagnostic],
+               weights_failed: bool = False) -> None:
     for node in nodes:
         lay = node.layer
         node.outputs = [None] * len(lay.outputs)
-        if node.op is None or any(v is None for v in node.attrs.values()):
+        if node.op is None or not node.arity_ok or any(v is None for v in node.attrs.values()):
+            node.ok = False
+            continue
+        if weights_failed and node.op.type == "Const":  # already reported (IRN040); no value to give
             node.ok = False
             continue
         ins: list[TensorInfo] = []
@@ -257,11 +282,18 @@ def _infer_all(doc: IRDocument, nodes: list[Node], weights: Weights | None, diag
             node.ok = False
             continue
         outs = outs[: len(lay.outputs)]
+        size_msg = next((m for m in (_size_problem(o) for o in outs) if m), None)
+        if size_msg:  # refused before anything is allocated; downstream layers are not checked against it
+            diags.append(_diag(doc, lay, "IRN050", size_msg))
+            node.ok = False
+            continue
         for k, info in enumerate(outs):
             port = lay.outputs[k]
             if not _dims_agree(port.dims, info.shape):
+                given = (f"its <data shape=\"{lay.data.get('shape', '')}\"> gives" if node.op.type == "Parameter"
+                         else "the operation gives")
                 diags.append(_diag(doc, lay, "IRN030", f"output port {port.id} declares dims {fmt_shape(port.dims)} "
-                                                       f"but the operation gives {fmt_shape(info.shape)}",
+                                                       f"but {given} {fmt_shape(info.shape)}",
                                    line=port.line))
             if port.precision is not None and port.precision not in ("dynamic", info.dtype):
                 diags.append(_diag(doc, lay, "IRN031", f"output port {port.id} declares precision "
@@ -278,6 +310,21 @@ def _fold(node: Node, ctx: NodeContext, outs: list[TensorInfo]) -> list[TensorIn
         v.flags.writeable = False
         info.value = v
     return outs
+
+
+def _size_problem(info: TensorInfo) -> str | None:
+    """Why a tensor of this (possibly partly dynamic) shape can never be allocated, or None."""
+    if info.shape is None:
+        return None
+    count = 1
+    for d in info.shape:
+        count *= max(d, 1)
+    if count > MAX_ELEMENTS:
+        return f"shape {fmt_shape(info.shape)} has {count} elements, more than int64 can count"
+    b = count * (ELEMENT_TYPES[info.dtype].itemsize if info.dtype in ELEMENT_TYPES else 8)
+    if b > ABSURD_BYTES:
+        return f"shape {fmt_shape(info.shape)} of {info.dtype} needs {b} bytes ({b / 2**40:.0f} TiB): absurd size"
+    return None
 
 
 def _dims_agree(declared: list[int], inferred: tuple[int, ...] | None) -> bool:

@@ -8,6 +8,7 @@ refused outright.  Every record keeps its XML line so later stages can point at 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -19,6 +20,14 @@ from .dtypes import precision_to_type
 MAX_XML_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ATTR_CHARS = 1024 * 1024
+
+_XML_DECL_RE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']*)[\"']")
+_OK_ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii")
+# Largest dim an IR may declare: element counts are int64 in OpenVINO and numpy.
+MAX_DIM = (1 << 63) - 1
+# ASCII digits only: str.isdigit() and int() also accept '²', '٨' and '1_0'.
+_UINT_RE = re.compile(r"^[0-9]+$")
+_DIM_RE = re.compile(r"^[+-]?[0-9]+$")
 
 XINCLUDE_NS = ("http://www.w3.org/2001/XInclude", "http://www.w3.org/2003/XInclude")
 
@@ -146,6 +155,12 @@ def parse_document(path: str, data: bytes | None = None) -> IRDocument:
         raise _file_error(path, "IRN003", "document declares a DTD or entities; refused (no IR needs one)", line)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:64]:
         raise _file_error(path, "IRN005", "not a UTF-8 IR document")
+    # Only ASCII-compatible UTF-8 is read: under another declared encoding (UTF-7, EBCDIC ...)
+    # the byte-level DTD check above could be bypassed.  OpenVINO writes UTF-8 without a declaration.
+    decl = _XML_DECL_RE.match(head)
+    if decl and decl.group(1).decode("ascii", "replace").lower() not in _OK_ENCODINGS:
+        raise _file_error(path, "IRN005", f"document declares encoding {decl.group(1).decode('ascii', 'replace')!r}; "
+                                          "irnorm reads UTF-8 IR only (what OpenVINO writes)", 1)
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as e:
@@ -189,7 +204,10 @@ def _walk(path: str, root: etree._Element) -> IRDocument:
     if root.tag.lower() != "net":
         raise _file_error(path, "IRN005", f"root element is <{root.tag}>, expected <net>", root.sourceline)
     ver_text = root.get("version")
-    if ver_text is None or ver_text.strip() not in ("10", "11"):
+    if ver_text is None:
+        raise _file_error(path, "IRN005", "<net> has no 'version' attribute (the IR version: 10 or 11)",
+                          root.sourceline)
+    if ver_text.strip() not in ("10", "11"):
         raise _file_error(path, "IRN005", f"IR version {ver_text!r} is not supported (10 and 11 are)", root.sourceline)
     ir_version = int(ver_text)
     layers_el = root.find("layers")
@@ -233,7 +251,7 @@ def _req_str(el: etree._Element, key: str) -> str:
 
 def _req_uint(el: etree._Element, key: str) -> int:
     v = _req_str(el, key)
-    if not v.isdigit():
+    if not _UINT_RE.match(v):
         raise ValueError(f"'{key}' must be a non-negative integer, got {v!r}")
     return int(v)
 
@@ -246,7 +264,7 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
     for key in ("id", "type", "version"):
         if el.get(key) is None:
             diags.append(Diagnostic("IRN010", f"layer is missing mandatory attribute '{key}'", **where))
-    if lid is not None and not lid.strip().isdigit():
+    if lid is not None and not _UINT_RE.match(lid.strip()):
         diags.append(Diagnostic("IRN010", f"layer id {lid!r} is not a non-negative integer", **where))
     data_el = el.find("data")
     data = dict(data_el.attrib) if data_el is not None else {}
@@ -287,7 +305,7 @@ def _ports(path: str, parent: etree._Element | None, diags: list[Diagnostic], wh
             continue
         pw = {**where, "line": el.sourceline}
         pid_text = (el.get("id") or "").strip()
-        if not pid_text.isdigit():
+        if not _UINT_RE.match(pid_text):
             diags.append(Diagnostic("IRN013", f"port id {el.get('id')!r} is missing or not a non-negative integer",
                                     **pw))
             pid = -1 - len(ports)
@@ -296,13 +314,10 @@ def _ports(path: str, parent: etree._Element | None, diags: list[Diagnostic], wh
         dims: list[int] = []
         for d in el.findall("dim"):
             t = (d.text or "").strip()
-            try:
-                v = int(t)
-            except ValueError:
-                v = None
-            if v is None or v < -1:
-                diags.append(Diagnostic("IRN013", f"port {pid}: <dim>{t}</dim> must be an integer >= -1",
-                                        **{**where, "line": d.sourceline}))
+            v = int(t) if len(t) < 40 and _DIM_RE.match(t) else None
+            if v is None or v < -1 or v > MAX_DIM:
+                diags.append(Diagnostic("IRN013", f"port {pid}: <dim>{t[:40]}</dim> must be an integer in "
+                                                  "[-1, 2**63-1]", **{**where, "line": d.sourceline}))
                 v = -1
             dims.append(v)
         prec_raw = el.get("precision")

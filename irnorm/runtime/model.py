@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +18,8 @@ import numpy as np
 
 from ..errors import Diagnostic, InputError, ResourceLimitError, ValidationError
 from ..ir.dtypes import ELEMENT_TYPES
-from ..ir.graph import Graph, Node
+from ..ir.graph import ABSURD_BYTES, Graph, Node
 from ..ops.base import NodeContext, RuleError, TensorInfo, fmt_shape
-
-# Tensors larger than this are absurd on any machine; refused before any arithmetic.
-ABSURD_BYTES = 1 << 46
 
 
 def default_max_memory() -> int:
@@ -49,6 +47,14 @@ class TensorSpec:
 
     def __repr__(self) -> str:
         return f"TensorSpec(name={self.name!r}, shape={fmt_shape(self.shape)}, dtype={self.element_type})"
+
+
+def fmt_bytes(n: int) -> str:
+    """1536 -> '1.5 KiB': sizes in messages stay readable from bytes to TiB."""
+    for unit, k in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k:
+            return f"{n / (1 << k):.1f} {unit}"
+    return f"{n} bytes"
 
 
 def nbytes(shape: Sequence[int], dtype: str) -> int:
@@ -101,6 +107,67 @@ class Step:
     kernel: Any
     args: list[tuple[int, int]]  # (node index, output index) of each operand
     frees: list[tuple[int, int]]  # values dead after this step
+
+
+# Called with (node, its output arrays, seconds its kernel took) for every Parameter (first, 0.0 s)
+# and every executed layer, in execution order, right after the layer ran.  The arrays must not be
+# modified; copy what you want to keep.
+LayerHook = Callable[[Node, Sequence[np.ndarray], float], None]
+
+
+@dataclass(frozen=True)
+class LayerOutput:
+    """One captured layer output (a copy): which layer and output port produced it."""
+
+    index: int  # position in execution order
+    layer_id: str
+    name: str
+    type: str
+    version: str
+    port: int  # output operand index (0-based)
+    port_id: int  # the <port id=...> in the XML
+    line: int  # XML line of the <layer>
+    array: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """Wall time of one executed layer's kernel in one run."""
+
+    index: int
+    layer_id: str
+    name: str
+    type: str
+    version: str
+    seconds: float
+
+
+class RunResult(dict):
+    """What ``run(..., capture=..., profile=True)`` returns: the usual {output name: array} dict,
+    plus ``captures`` (list of LayerOutput, execution order), ``profile`` (list of LayerTime,
+    execution order) and ``seconds`` (wall time of the whole run)."""
+
+    def __init__(self, outputs: dict[str, np.ndarray], captures: list[LayerOutput], profile: list[LayerTime],
+                 seconds: float):
+        super().__init__(outputs)
+        self.captures = captures
+        self.profile = profile
+        self.seconds = seconds
+
+
+def _layer_output(node: Node, k: int, arr: np.ndarray) -> LayerOutput:
+    lay = node.layer
+    port_id = lay.outputs[k].id if k < len(lay.outputs) else k
+    return LayerOutput(node.index, lay.id, lay.name, lay.type, lay.version, k, port_id, lay.line,
+                       np.array(arr, copy=True))
 
 
 class Model:
@@ -183,14 +250,19 @@ class Model:
                     cur -= nbytes(info.shape, info.dtype)
         if peak > self.max_memory:
             raise ResourceLimitError(Diagnostic(
-                "IRN051", f"running this model needs about {peak / 2**20:.1f} MiB, over the limit of "
-                          f"{self.max_memory / 2**20:.1f} MiB (--max-memory / max_memory=)", file=self.path))
+                "IRN051", f"running this model needs about {fmt_bytes(peak)}, over the limit of "
+                          f"{fmt_bytes(self.max_memory)} (--max-memory / max_memory=)", file=self.path))
 
     # ---- inputs ---------------------------------------------------------------------
 
     def _bind(self, inputs: Mapping[str, Any] | Sequence[Any] | None, cast: bool) -> list[np.ndarray]:
         if inputs is None:
             inputs = {}
+        if isinstance(inputs, np.ndarray):  # m.run(x): one array, not a sequence of its rows
+            inputs = [inputs]
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (Mapping, Sequence)):
+            raise InputError(Diagnostic("IRN060", f"inputs must be a dict of name -> array or a sequence of arrays "
+                                                  f"in input order, got {type(inputs).__name__}", file=self.path))
         if not isinstance(inputs, Mapping):
             seq = list(inputs)
             if len(seq) != len(self.inputs):
@@ -280,19 +352,104 @@ class Model:
                 infos[(node.index, k)] = o
         self._check_memory({pi: infos[(pi, 0)] for pi in g.parameters}, infos)
 
-    def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *, cast: bool = False
-            ) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *, cast: bool = False,
+            capture: bool | Sequence[str | int] | None = None, profile: bool = False,
+            on_layer: LayerHook | None = None) -> dict[str, np.ndarray]:
         """Run the model.  `inputs` maps input names (or any of their tensor names) to
         arrays, or is a sequence in input order.  Returns {output name: array} in
-        output order.  Arrays must have the declared dtype unless ``cast=True``."""
+        output order.  Arrays must have the declared dtype unless ``cast=True``.
+
+        Debugging (all optional; the default returns a plain dict):
+        ``capture=True`` keeps a copy of every Parameter's and executed layer's outputs,
+        ``capture=[names or ids]`` only those layers' (a folded Const may be named too);
+        ``profile=True`` times every layer's kernel.  With either, the result is a
+        :class:`RunResult` (still the same dict) carrying ``.captures`` / ``.profile``.
+        ``on_layer(node, outputs, seconds)`` is called as each layer is produced (see LayerHook)."""
+        cap_nodes = None if capture is None or capture is False else self._capture_nodes(capture)
         arrays = self._bind(inputs, cast)
         if self._dynamic:
             self._reinfer(arrays)
+        captures: list[LayerOutput] = []
+        times: list[LayerTime] = []
+        hooks: list[LayerHook] = []
+        if cap_nodes is not None:
+            wanted = None if cap_nodes is True else {n.index for n in cap_nodes}
+            for n in ([] if cap_nodes is True else cap_nodes):
+                for k in range(len(n.outputs)):
+                    if (n.index, k) in self._constants:
+                        captures.append(_layer_output(n, k, self._constants[(n.index, k)]))
+
+            def cap(node: Node, outs: Sequence[np.ndarray], _s: float) -> None:
+                if wanted is None or node.index in wanted:
+                    captures.extend(_layer_output(node, k, o) for k, o in enumerate(outs))
+
+            hooks.append(cap)
+        if profile:
+            def prof(node: Node, _o: Sequence[np.ndarray], s: float) -> None:
+                if node.op is not None and node.op.type != "Parameter":
+                    lay = node.layer
+                    times.append(LayerTime(node.index, lay.id, lay.name, lay.type, lay.version, s))
+
+            hooks.append(prof)
+        if on_layer is not None:
+            hooks.append(on_layer)
+        hook: LayerHook | None = None
+        if len(hooks) == 1:
+            hook = hooks[0]
+        elif hooks:
+            def hook(node: Node, outs: Sequence[np.ndarray], s: float) -> None:
+                for h in hooks:
+                    h(node, outs, s)
+        t0 = time.perf_counter()
+        result = self._execute(arrays, hook)
+        if cap_nodes is not None or profile:
+            return RunResult(result, captures, times, time.perf_counter() - t0)
+        return result
+
+    def _capture_nodes(self, capture: bool | Sequence[str | int]) -> list[Node] | bool:
+        """Resolve capture=... to nodes; unknown names raise ValueError with suggestions."""
+        if capture is True:
+            return True
+        if isinstance(capture, (str, int)):
+            capture = [capture]
+        g = self.graph
+        by_key: dict[str, list[Node]] = {}
+        for n in g.nodes:
+            by_key.setdefault(n.layer.name, []).append(n)
+            by_key.setdefault(n.layer.id, []).append(n)
+        run_nodes = {st.node.index for st in self._steps} | set(g.parameters) | {k[0] for k in self._constants}
+        out: list[Node] = []
+        for key in capture:
+            nodes = by_key.get(str(key))
+            if not nodes:
+                close = difflib.get_close_matches(str(key), [n.layer.name for n in g.nodes], n=3)
+                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                raise ValueError(f"no layer named (or with id) {key!r} in {os.path.basename(self.path)}{hint}")
+            for n in nodes:
+                if n.index in run_nodes:
+                    out.append(n)
+                elif n.op is not None and n.op.type == "Result":
+                    src = g.nodes[n.sources[0][0]].layer.name if n.sources and n.sources[0] else "?"
+                    raise ValueError(f"layer {key!r} is a Result and has no output; capture its producer {src!r}")
+                else:
+                    raise ValueError(f"layer {key!r} is not run (no Result depends on it)")
+        return sorted({n.index: n for n in out}.values(), key=lambda n: n.index)
+
+    def _execute(self, arrays: list[np.ndarray], hook: LayerHook | None) -> dict[str, np.ndarray]:
+        """The one execution loop: feed inputs, run every step, free dead values, collect outputs."""
         values: dict[tuple[int, int], np.ndarray] = dict(self._constants)
         for pi, arr in zip(self.graph.parameters, arrays, strict=True):
             values[(pi, 0)] = arr
+            if hook is not None:
+                hook(self.graph.nodes[pi], [arr], 0.0)
         for st in self._steps:
-            outs = st.kernel([values[a] for a in st.args])
+            ins = [values[a] for a in st.args]
+            if hook is None:
+                outs = st.kernel(ins)
+            else:
+                t0 = time.perf_counter()
+                outs = st.kernel(ins)
+                hook(st.node, outs, time.perf_counter() - t0)
             for k, o in enumerate(outs):
                 values[(st.node.index, k)] = o
             for a in st.frees:
