@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .errors import Diagnostic, InputError, IrnormError
+from .errors import Diagnostic, InputError, IrnormError, ResourceLimitError
 
 EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPT = 1, 2, 3, 130
 
@@ -43,15 +43,53 @@ def _err(msg: str) -> None:
 # ---- input handling ---------------------------------------------------------------
 
 
-def _load_array_file(path: str) -> Any:
+def _load_array_file(path: str, limit: int | None = None) -> Any:
+    """An .npy file as an array, or an .npz archive as {name: array}, read completely and
+    closed.  Never unpickles; an archive member whose header claims more than `limit`
+    bytes is refused before it is decompressed (a tiny .npz can inflate to gigabytes)."""
     import numpy as np
 
     try:
-        return np.load(path, allow_pickle=False)
+        with open(path, "rb") as f:
+            data = np.load(f, allow_pickle=False)
+            if isinstance(data, np.ndarray):
+                return data
+            with data:
+                out = {}
+                for k in data.files:
+                    try:
+                        if limit is not None:
+                            _check_member_size(data.zip, k, limit, path)
+                        out[k] = data[k]
+                    except IrnormError:
+                        raise
+                    except Exception as e:  # truncated member, bad header, pickled object array ...
+                        raise InputError(Diagnostic("IRN063", f"cannot read member {k!r}: {e}", file=path)) from None
+                return out
     except FileNotFoundError:
         raise InputError(Diagnostic("IRN063", "no such file", file=path)) from None
-    except Exception as e:  # corrupt zip, bad header, pickled object arrays ...
+    except IrnormError:
+        raise
+    except Exception as e:  # corrupt zip, bad header, pickled object arrays, a directory ...
         raise InputError(Diagnostic("IRN063", f"cannot read as .npy/.npz: {e}", file=path)) from None
+
+
+def _check_member_size(zf: Any, key: str, limit: int, path: str) -> None:
+    import numpy as np
+
+    fmt = np.lib.format
+    member = key if key in zf.namelist() else key + ".npy"
+    with zf.open(member) as m:
+        version = fmt.read_magic(m)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = read(m)
+    need = dtype.itemsize
+    for d in shape:
+        need *= d
+    if need > limit:
+        raise ResourceLimitError(Diagnostic("IRN051", f"member {key!r} claims shape {list(shape)} of {dtype} "
+                                                      f"({need} bytes), over the memory limit of {limit} bytes",
+                                            file=path))
 
 
 def _bf16_fix(arr: Any, element_type: str) -> Any:
@@ -71,20 +109,16 @@ def _gather_inputs(model: Any, inputs_npz: str | None, items: tuple[str, ...], s
 
     given: dict[str, Any] = {}
     if inputs_npz:
-        data = _load_array_file(inputs_npz)
-        if not hasattr(data, "files"):
+        data = _load_array_file(inputs_npz, model.max_memory)
+        if not isinstance(data, dict):
             raise InputError(Diagnostic("IRN063", "--inputs expects an .npz archive (use -i NAME=FILE.npy for "
                                                   ".npy files)", file=inputs_npz))
-        for k in data.files:
-            try:
-                given[k] = data[k]
-            except Exception as e:  # truncated member, bad header, pickled object array ...
-                raise InputError(Diagnostic("IRN063", f"cannot read member {k!r}: {e}", file=inputs_npz)) from None
+        given.update(data)
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise click.BadParameter(f"{item!r} is not NAME=FILE.npy", param_hint="-i/--input")
-        arr = _load_array_file(path)
+        arr = _load_array_file(path, model.max_memory)
         if not isinstance(arr, np.ndarray):
             raise InputError(Diagnostic("IRN063", "expected a single array (.npy), got an archive", file=path))
         given[name] = arr
