@@ -19,6 +19,7 @@ from .errors import (
     ResourceLimitError,
     ValidationError,
 )
+from .workbench.compare import compare
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "ValidationError",
     "__version__",
     "check",
+    "compare",
     "load",
     "validate",
 ]

@@ -104,7 +104,8 @@ def _bf16_fix(arr: Any, element_type: str) -> Any:
 
 
 def _gather_inputs(model: Any, inputs_npz: str | None, items: tuple[str, ...], shapes: dict[str, list[int]],
-                   seed: int, quiet: bool) -> dict[str, Any]:
+                   seed: int, quiet: bool, value_ranges: dict[str, tuple[float, float]] | None = None
+                   ) -> dict[str, Any]:
     import numpy as np
 
     given: dict[str, Any] = {}
@@ -131,21 +132,18 @@ def _gather_inputs(model: Any, inputs_npz: str | None, items: tuple[str, ...], s
         notes = []
         for spec in model.inputs:
             shape = list(shapes.get(spec.name) or [d if d != -1 else 1 for d in spec.shape])
-            given[spec.name] = _random(rng, shape, spec.dtype)
-            notes.append(f"{spec.name}{shape}")
+            vr = next((value_ranges[n] for n in spec.names if n in value_ranges), None) if value_ranges else None
+            given[spec.name] = _random(rng, shape, spec.dtype, vr)
+            notes.append(f"{spec.name}{shape}" + (f" in [{vr[0]:g}, {vr[1]:g}]" if vr else ""))
         if not quiet:
             _err(f"irnorm: no inputs given; using random inputs (seed {seed}): {', '.join(notes)}")
     return given
 
 
-def _random(rng: Any, shape: list[int], dtype: Any) -> Any:
-    import numpy as np
+def _random(rng: Any, shape: list[int], dtype: Any, value_range: tuple[float, float] | None = None) -> Any:
+    from .workbench.inputs import random_array
 
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(0, 10, size=shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    return random_array(rng, shape, dtype, value_range)
 
 
 def _parse_shapes(items: tuple[str, ...]) -> dict[str, list[int]]:
@@ -176,15 +174,6 @@ def _stats(arr: Any) -> str:
     if bad:
         parts.append(f"non-finite {bad}")
     return "  ".join(parts)
-
-
-def _check_output_path(path: str) -> None:
-    """Refuse an --output whose directory is missing or read-only before any work is done."""
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise click.BadParameter(f"directory {d} does not exist", param_hint="-o/--output")
-    if not os.access(d, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"directory {d} is not writable", param_hint="-o/--output")
 
 
 def _save_npz(path: str, arrays: dict[str, Any]) -> None:
@@ -236,26 +225,40 @@ def cli() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save every output to this .npz.")
 @click.option("--cast", is_flag=True, help="Convert inputs to the model's dtypes instead of refusing.")
 @click.option("--max-memory", type=str, default=None, help="Refuse plans needing more (e.g. 2G).")
+@click.option("--value-range", "range_items", multiple=True, metavar="NAME=LO,HI",
+              help="Draw random input NAME uniformly from [LO, HI].")
+@click.option("--compare", "compare_npz", type=click.Path(dir_okay=False), metavar="EXPECTED.npz",
+              help="Check each output against this .npz (keyed by output name); exit 1 on a mismatch.")
+@click.option("--rtol", "rtol_items", multiple=True, metavar="R|NAME=R", help="Relative tolerance for --compare.")
+@click.option("--atol", "atol_items", multiple=True, metavar="A|NAME=A", help="Absolute tolerance for --compare.")
+@click.option("--dump-dir", type=click.Path(file_okay=False),
+              help="Write every layer's outputs here (.npy + index.json).")
+@click.option("--dump", "dump_names", multiple=True, metavar="LAYER", help="Only dump this layer (name or id).")
+@click.option("--profile", is_flag=True, help="Print per-layer wall time, slowest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
-        shape_items: tuple[str, ...], output: str | None, cast: bool, max_memory: str | None, as_json: bool,
+        shape_items: tuple[str, ...], output: str | None, cast: bool, max_memory: str | None,
+        range_items: tuple[str, ...], compare_npz: str | None, rtol_items: tuple[str, ...],
+        atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...], profile: bool, as_json: bool,
         quiet: bool) -> None:
     """Run MODEL and print each output's name, shape, dtype and statistics."""
     import numpy as np
 
     from .api import load
+    from .workbench import commands as wb
 
     limit = _parse_size(max_memory) if max_memory else None
-    if output:
-        _check_output_path(output)
     shapes = _parse_shapes(shape_items)
     m = load(model, weights, max_memory=limit)
     for d in m.diagnostics:
         if d.severity == "warning" and d.code != "IRN091" and not quiet and not as_json:
             _err(d.format())
-    feeds = _gather_inputs(m, inputs_npz, items, shapes, seed, quiet or as_json)
-    outs = m.run(feeds, cast=cast)
+    ranges = wb.parse_value_ranges(range_items)
+    wb.check_input_keys(m, ranges)
+    feeds = _gather_inputs(m, inputs_npz, items, shapes, seed, quiet or as_json, ranges)
+    outs, extras = wb.run_extras(m, feeds, cast=cast, compare_npz=compare_npz, rtol_items=rtol_items,
+                                 atol_items=atol_items, dump_dir=dump_dir, dump_names=dump_names, profile=profile)
     if output:
         saved = {}
         for k, v in outs.items():
@@ -265,14 +268,17 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[st
     if as_json:
         click.echo(json.dumps({"outputs": [
             {"name": k, "shape": list(v.shape), "dtype": v.dtype.name, "stats": _stats(v)} for k, v in outs.items()
-        ], "saved": output}, indent=2))
+        ], "saved": output, **wb.run_extras_json(extras)}, indent=2))
+        if "compare" in extras and not all(c.passed for c in extras["compare"]["checks"]):
+            sys.exit(EXIT_FAIL)
         return
-    if quiet:
-        return
-    for k, v in outs.items():
-        click.echo(f"{k}: shape {list(v.shape)} {v.dtype.name}  {_stats(v)}")
-    if output:
-        click.echo(f"saved {len(outs)} output(s) to {output}")
+    if not quiet:
+        for k, v in outs.items():
+            click.echo(f"{k}: shape {list(v.shape)} {v.dtype.name}  {_stats(v)}")
+        if output:
+            click.echo(f"saved {len(outs)} output(s) to {output}")
+    if wb.print_run_extras(extras, quiet):
+        sys.exit(EXIT_FAIL)
 
 
 @cli.command()
@@ -347,6 +353,16 @@ def info(model: str, weights: str | None, as_json: bool) -> None:
         click.echo(f"note    {n}")
 
 
+def _add_workbench_commands() -> None:
+    from .workbench.commands import COMMANDS
+
+    for c in COMMANDS:
+        cli.add_command(c, c.name)
+
+
+_add_workbench_commands()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: no traceback ever reaches the user."""
     try:
@@ -372,10 +388,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_FAIL)
     except SystemExit:
         raise
-    except OSError as e:  # disk full, permissions, a path that vanished: not a bug in irnorm
-        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-        _err(f"irnorm: {e.strerror or e}{where}")
-        sys.exit(EXIT_FAIL)
     except Exception as e:  # a bug: say so plainly, without a traceback
         _err(f"irnorm: internal error: {type(e).__name__}: {e} (please report this with the model file)")
         if os.environ.get("IRNORM_DEBUG"):

@@ -1,0 +1,391 @@
+"""The workbench's click commands (`irnorm compare`, `bench`, `graph`) and the pieces `irnorm run`
+uses for --compare, --dump-dir, --profile.  Argument handling only; the work is in the modules
+beside this one.  Registered on the `irnorm` group at the end of irnorm/cli.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+EXIT_FAIL = 1
+
+
+# ---- colour: only on a terminal, never with NO_COLOR ------------------------------------
+
+
+def color_enabled(err: bool = False) -> bool:
+    """Colour only when the stream is a terminal and NO_COLOR is unset or empty (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = sys.stderr if err else sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def paint(text: str, fg: str, err: bool = False, bold: bool = False) -> str:
+    return click.style(text, fg=fg, bold=bold) if color_enabled(err) else text
+
+
+def verdict(ok: bool) -> str:
+    return paint("PASS", "green", bold=True) if ok else paint("FAIL", "red", bold=True)
+
+
+# ---- options shared by the commands -------------------------------------------------------
+
+
+def input_options(f: Any) -> Any:
+    """--weights, --inputs, -i, --seed, --shape, --value-range, --cast."""
+    for opt in reversed([
+        click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin)."),
+        click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False),
+                     help="An .npz whose keys are input names."),
+        click.option("-i", "--input", "items", multiple=True, metavar="NAME=FILE.npy", help="One input (repeatable)."),
+        click.option("--seed", default=0, show_default=True, help="Seed for random inputs (used when none are given)."),
+        click.option("--shape", "shape_items", multiple=True, metavar="NAME=D0,D1,..",
+                     help="Concrete shape for a random input with dynamic dims."),
+        click.option("--value-range", "range_items", multiple=True, metavar="NAME=LO,HI",
+                     help="Draw random input NAME uniformly from [LO, HI] (integers: inclusive)."),
+        click.option("--cast", is_flag=True, help="Convert inputs to the model's dtypes instead of refusing."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def parse_value_ranges(items: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    from .inputs import parse_value_range
+
+    out = {}
+    for item in items:
+        try:
+            name, vr = parse_value_range(item)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--value-range") from None
+        out[name] = vr
+    return out
+
+
+def tolerance_options(f: Any) -> Any:
+    f = click.option("--atol", "atol_items", multiple=True, metavar="A|NAME=A",
+                     help="Absolute tolerance: a number for all outputs, or NAME=A for one (repeatable).")(f)
+    f = click.option("--rtol", "rtol_items", multiple=True, metavar="R|NAME=R",
+                     help="Relative tolerance: a number for all outputs, or NAME=R for one (repeatable).")(f)
+    return f
+
+
+def parse_tol(items: tuple[str, ...], what: str) -> tuple[float | None, dict[str, float]]:
+    from .trace import parse_tolerances
+
+    try:
+        return parse_tolerances(items, what)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=what) from None
+
+
+def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
+                  shape_items: tuple[str, ...], range_items: tuple[str, ...], quiet: bool,
+                  max_memory: int | None = None) -> tuple[Any, dict[str, Any]]:
+    from ..api import load
+    from ..cli import _gather_inputs, _parse_shapes
+
+    shapes = _parse_shapes(shape_items)
+    ranges = parse_value_ranges(range_items)
+    m = load(model, weights, max_memory=max_memory)
+    check_input_keys(m, {**shapes, **ranges})
+    feeds = _gather_inputs(m, inputs_npz, items, shapes, seed, quiet, ranges)
+    return m, feeds
+
+
+def check_input_keys(m: Any, keyed: dict[str, Any]) -> None:
+    known = {n for s in m.inputs for n in s.names}
+    for k in keyed:
+        if k not in known:
+            raise click.BadParameter(f"no model input named {k!r}; the inputs are "
+                                     f"{', '.join(repr(s.name) for s in m.inputs)}")
+
+
+# ---- irnorm run: --compare / --dump-dir / --profile -------------------------------------
+
+
+def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | None, rtol_items: tuple[str, ...],
+               atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...], profile: bool,
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run `m` with the debugging extras.  Returns (outputs, extras) where extras holds the
+    results to print: "profile" (rows + text), "dump" (dir, entries), "compare" (checks)."""
+    from .trace import DumpError, DumpWriter
+
+    if dump_names and not dump_dir:
+        raise click.UsageError("--dump needs --dump-dir DIR")
+    rtol, rtol_per = parse_tol(rtol_items, "--rtol")
+    atol, atol_per = parse_tol(atol_items, "--atol")
+    if (rtol_items or atol_items) and not compare_npz:
+        raise click.UsageError("--rtol/--atol need --compare EXPECTED.npz")
+    expected = _load_expected(compare_npz, m.max_memory) if compare_npz else None
+    writer = None
+    if dump_dir:
+        wanted = None
+        if dump_names:
+            try:
+                wanted = m._capture_nodes(list(dump_names))
+            except ValueError as e:
+                raise click.BadParameter(str(e), param_hint="--dump") from None
+        try:
+            writer = DumpWriter(dump_dir, wanted, m.path)
+        except (DumpError, OSError) as e:
+            raise click.ClickException(str(e)) from None
+    if profile:  # one untimed run first, so the table shows kernels, not their JIT compilation
+        m.run(feeds, cast=cast)
+    try:
+        res = m.run(feeds, cast=cast, profile=profile, on_layer=writer)
+        if writer is not None:
+            writer.commit()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    extras: dict[str, Any] = {}
+    if profile:
+        from .trace import profile_rows, profile_table
+
+        extras["profile"] = {"rows": profile_rows(res.profile), "text": profile_table(res.profile, res.seconds),
+                             "wall_ms": res.seconds * 1e3}
+    if writer is not None:
+        extras["dump"] = {"dir": dump_dir, "layers": writer.entries}
+    if expected is not None:
+        from .trace import check_outputs
+
+        checks, notes = check_outputs(m, res, expected, rtol, atol, rtol_per, atol_per)
+        extras["compare"] = {"file": compare_npz, "checks": checks, "notes": notes}
+    return dict(res), extras
+
+
+def _load_expected(path: str, limit: int | None = None) -> dict[str, Any]:
+    import numpy as np
+
+    from ..cli import _load_array_file
+    from ..errors import Diagnostic, InputError
+
+    data = _load_array_file(path, limit)
+    if isinstance(data, np.ndarray):
+        raise InputError(Diagnostic("IRN063", "--compare expects an .npz archive keyed by output name", file=path))
+    return dict(data)
+
+
+def print_run_extras(extras: dict[str, Any], quiet: bool) -> int:
+    """Human output for run_extras; returns the exit code (1 when --compare fails)."""
+    code = 0
+    if "profile" in extras and not quiet:
+        click.echo("profile of a second run (the first one compiled the kernels):")
+        click.echo(extras["profile"]["text"])
+    if "dump" in extras and not quiet:
+        click.echo(f"dumped {len(extras['dump']['layers'])} layer output(s) to {extras['dump']['dir']}")
+    if "compare" in extras:
+        c = extras["compare"]
+        for chk in c["checks"]:
+            if not chk.passed:
+                code = EXIT_FAIL
+            if quiet and chk.passed:
+                continue
+            detail = chk.stats.summary() if chk.stats is not None else chk.note
+            tol = f"  [rtol {chk.stats.rtol:g}, atol {chk.stats.atol:g}]" if chk.stats is not None else ""
+            click.echo(f"{verdict(chk.passed)} {chk.name}: {detail}{tol}")
+        for n in c["notes"]:
+            if not quiet:
+                click.echo(f"note: {n}", err=True)
+        if not quiet:
+            bad = sum(not chk.passed for chk in c["checks"])
+            click.echo(f"compare: {len(c['checks']) - bad}/{len(c['checks'])} output(s) pass "
+                       f"({verdict(bad == 0)})")
+    return code
+
+
+def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "profile" in extras:
+        out["profile"] = {"layers": extras["profile"]["rows"], "wall_ms": extras["profile"]["wall_ms"]}
+    if "dump" in extras:
+        out["dump"] = extras["dump"]
+    if "compare" in extras:
+        c = extras["compare"]
+        out["compare"] = {"file": c["file"], "passed": all(chk.passed for chk in c["checks"]),
+                          "outputs": [chk.to_dict() for chk in c["checks"]], "notes": c["notes"]}
+    return out
+
+
+# ---- irnorm compare -----------------------------------------------------------------------
+
+
+@click.command("compare")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--against", type=click.Choice(["openvino", "reference"]), default="openvino", show_default=True,
+              help="OpenVINO's CPU plugin (needs the openvino package) or irnorm's float64 numpy reference.")
+@click.option("--openvino-precision", type=click.Choice(["f32", "bf16", "f16"]), default="f32", show_default=True,
+              help="OpenVINO INFERENCE_PRECISION_HINT (the CPU plugin's own default is bf16 on bf16-capable CPUs).")
+@input_options
+@click.option("--rtol", type=float, default=None, help="Relative tolerance (default: per dtype).")
+@click.option("--atol", type=float, default=None, help="Absolute tolerance (default: per dtype).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line(s).")
+def compare_cmd(model: str, against: str, openvino_precision: str, weights: str | None, inputs_npz: str | None,
+                items: tuple[str, ...], seed: int, shape_items: tuple[str, ...], range_items: tuple[str, ...],
+                cast: bool, rtol: float | None, atol: float | None, as_json: bool, quiet: bool) -> None:
+    """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
+    first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
+    from .compare import OpenVINOFailure, OpenVINOUnavailable, compare
+
+    for name, v in (("--rtol", rtol), ("--atol", atol)):
+        if v is not None and not v >= 0:
+            raise click.BadParameter("must be a non-negative number", param_hint=name)
+    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    try:
+        report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
+                         cast=cast)
+    except (OpenVINOUnavailable, OpenVINOFailure) as e:
+        click.echo(f"irnorm: {e}", err=True)
+        sys.exit(EXIT_FAIL)
+    report.model = model
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        if not quiet:
+            click.echo(f"irnorm compare {model} against {report.describe_against()}")
+            click.echo("inputs: " + ", ".join(f"{i['name']} {i['shape']} {i['dtype']}" for i in report.inputs)
+                       + ("" if items or inputs_npz else f" (random, seed {seed})"))
+            click.echo(_colour_table(report.table()))
+        fd = report.first_divergence
+        head, _, rest = report.summary().partition("\n")
+        click.echo((paint(head, "red", bold=True) if fd else paint(head, "green")) + ("\n" + rest if rest else ""))
+    if not report.ok:
+        sys.exit(EXIT_FAIL)
+
+
+def _colour_table(text: str) -> str:
+    if not color_enabled():
+        return text
+    out = []
+    for line in text.splitlines():
+        if line.endswith("DIVERGED"):
+            line = click.style(line, fg="red")
+        elif "skipped:" in line:
+            line = click.style(line, fg="yellow")
+        out.append(line)
+    return "\n".join(out)
+
+
+# ---- irnorm bench ---------------------------------------------------------------------
+
+
+@click.command("bench")
+@click.argument("model", type=click.Path(dir_okay=False))
+@input_options
+@click.option("-n", "--runs", type=click.IntRange(min=1), default=None, help="Timed runs (default 10).")
+@click.option("-t", "--time", "seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Run for this many seconds instead of a count.")
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Warm-up runs (untimed).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the result line.")
+def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
+              shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, runs: int | None,
+              seconds: float | None, warmup: int, threads: int | None, as_json: bool, quiet: bool) -> None:
+    """Benchmark MODEL: warm-up, then timed runs; latency min/median/p90/p99 and throughput."""
+    from .bench import bench
+
+    if runs is not None and seconds is not None:
+        raise click.UsageError("give either -n/--runs or -t/--time, not both")
+    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    show = not quiet and not as_json and _stderr_tty()
+    progress = _Progress(runs, seconds) if show else None
+    try:
+        res = bench(m, feeds, runs, seconds, warmup=warmup, threads=threads, cast=cast, progress=progress)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--threads") from None
+    finally:
+        if progress is not None:
+            progress.done()
+    if as_json:
+        click.echo(json.dumps({"model": model, "inputs": {k: list(v.shape) for k, v in feeds.items()},
+                               **res.to_dict()}, indent=2))
+        return
+    line = (f"latency ms: min {res.min_ms:.3f}  median {res.median_ms:.3f}  p90 {res.p90_ms:.3f}  "
+            f"p99 {res.p99_ms:.3f}  max {res.max_ms:.3f}   throughput {res.throughput:.1f} runs/s")
+    if quiet:
+        click.echo(line)
+        return
+    click.echo(f"irnorm bench {model}: {res.runs} runs in {res.total_seconds:.3f} s after {res.warmup_runs} warm-up "
+               f"run(s), {res.threads} thread(s)")
+    click.echo(line)
+
+
+def _stderr_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
+
+    def __init__(self, runs: int | None, seconds: float | None):
+        self.runs, self.seconds, self.last = runs, seconds, -1.0
+
+    def __call__(self, done: int, runs: int | None, elapsed: float) -> None:
+        if elapsed - self.last < 0.1 and not (runs and done == runs):
+            return
+        self.last = elapsed
+        frac = done / runs if runs else min(elapsed / (self.seconds or 1.0), 1.0)
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\r[{bar:<30}] {done} runs {elapsed:.1f} s")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        sys.stderr.write("\r" + " " * 60 + "\r")
+        sys.stderr.flush()
+
+
+# ---- irnorm graph -----------------------------------------------------------------------
+
+
+@click.command("graph")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Picture to write: .dot (always works), .svg / .png (need Graphviz), .html.")
+@click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet: bool) -> None:
+    """Draw MODEL's graph: layers with type and key attributes, edges with shapes and dtypes."""
+    from ..api import load
+    from .dot import FORMATS, GraphvizMissing, graphviz_available, write_graph
+
+    ext = os.path.splitext(output)[1].lower()
+    if ext not in FORMATS:
+        raise click.BadParameter(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html",
+                                 param_hint="-o/--output")
+    m = load(model, weights)
+    try:
+        fmt = write_graph(m, output)
+    except GraphvizMissing as e:
+        click.echo(f"irnorm: cannot write {output}: {e}", err=True)
+        sys.exit(EXIT_FAIL)
+    except (RuntimeError, OSError) as e:
+        click.echo(f"irnorm: cannot write {output}: {e}", err=True)
+        sys.exit(EXIT_FAIL)
+    rendered = fmt in ("svg", "png") or (fmt == "html" and graphviz_available())
+    if as_json:
+        click.echo(json.dumps({"file": output, "format": fmt, "layers": len(m.graph.nodes),
+                               "rendered_by_graphviz": rendered}, indent=2))
+    elif not quiet:
+        click.echo(f"wrote {output} ({fmt}, {len(m.graph.nodes)} layers)")
+        if fmt == "html" and not rendered:
+            click.echo("note: Graphviz is not installed, so the page shows the DOT text "
+                       "(apt-get install graphviz to embed the picture)", err=True)
+
+
+COMMANDS = (compare_cmd, bench_cmd, graph_cmd)

@@ -1,0 +1,369 @@
+"""Layer-by-layer comparison of irnorm with OpenVINO's CPU plugin or with the float64 reference,
+reporting the first layer (in execution order) whose output exceeds tolerance.
+
+irnorm's intermediates are compared as each layer produces them (through Model.run's on_layer
+hook) and dropped right after; only the other side's values are held.  OpenVINO: the same XML is
+read with ``openvino.Core.read_model``, every layer irnorm executes is added as an extra model
+output (``ov.Model.add_outputs`` on the op whose friendly name is the IR layer name), the model is
+compiled on CPU with INFERENCE_PRECISION_HINT (default f32 here; the CPU plugin's own default is
+bf16 on CPUs with bf16 support) and run once.  Adding outputs can stop the plugin fusing layers,
+so its intermediate values are those of the unfused layers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .inputs import random_inputs
+from .refeval import ReferenceRunner
+from .stats import ErrorStats, default_tolerance, error_stats
+
+AGAINST = ("openvino", "reference")
+OPENVINO_PRECISIONS = ("f32", "bf16", "f16")
+
+
+class OpenVINOUnavailable(ImportError):
+    """The `openvino` package is not installed (needed for against="openvino" only)."""
+
+
+class OpenVINOFailure(RuntimeError):
+    """OpenVINO could not read, compile or run the model."""
+
+
+@dataclass
+class LayerComparison:
+    """One layer output port compared with the other side."""
+
+    index: int  # execution order
+    layer_id: str
+    name: str
+    type: str
+    version: str
+    line: int  # XML line of the <layer>
+    port: int  # output operand index
+    shape: list[int]
+    dtype: str
+    status: str  # "ok" | "diverged" | "skipped"
+    stats: ErrorStats | None = None
+    note: str = ""
+    output: str | None = None  # model output name when this tensor is one
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in ("index", "layer_id", "name", "type", "version", "line", "port", "shape",
+                                           "dtype", "status", "note", "output")}
+        d["stats"] = self.stats.to_dict() if self.stats is not None else None
+        return d
+
+    @property
+    def where(self) -> str:
+        return f"layer {self.layer_id} '{self.name}' ({self.type}-{self.version}), output {self.port}"
+
+
+@dataclass
+class CompareReport:
+    """Result of :func:`compare`: one row per executed layer output, in execution order."""
+
+    model: str
+    against: str
+    layers: list[LayerComparison]
+    inputs: list[dict[str, Any]]
+    rtol: float | None
+    atol: float | None
+    openvino_precision: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def first_divergence(self) -> LayerComparison | None:
+        """The first layer output (execution order) beyond tolerance, or None."""
+        return next((r for r in self.layers if r.status == "diverged"), None)
+
+    @property
+    def ok(self) -> bool:
+        return self.first_divergence is None
+
+    @property
+    def diverged(self) -> list[LayerComparison]:
+        return [r for r in self.layers if r.status == "diverged"]
+
+    @property
+    def skipped(self) -> list[LayerComparison]:
+        return [r for r in self.layers if r.status == "skipped"]
+
+    def to_dict(self) -> dict[str, Any]:
+        fd = self.first_divergence
+        return {
+            "model": self.model, "against": self.against, "openvino_precision": self.openvino_precision,
+            "rtol": self.rtol, "atol": self.atol, "ok": self.ok, "inputs": self.inputs,
+            "first_divergence": fd.to_dict() if fd else None,
+            "compared": sum(r.status != "skipped" for r in self.layers),
+            "diverged": len(self.diverged), "skipped": len(self.skipped),
+            "layers": [r.to_dict() for r in self.layers], "notes": self.notes,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def describe_against(self) -> str:
+        if self.against == "openvino":
+            return f"OpenVINO CPU (inference precision {self.openvino_precision})"
+        return "irnorm's float64 reference"
+
+    def table(self) -> str:
+        """The per-layer table as text."""
+        rows = [("#", "id", "type", "name", "shape", "dtype", "max abs", "max rel", "beyond", "status")]
+        for r in self.layers:
+            s = r.stats
+            rows.append((
+                str(r.index), r.layer_id + (f":{r.port}" if r.port else ""), r.type, _clip(r.name, 28),
+                "[" + ",".join(map(str, r.shape)) + "]", r.dtype,
+                _g(s.max_abs) if s else "-", _g(s.max_rel) if s else "-",
+                f"{s.mismatches}/{s.size}" if s else "-",
+                r.status.upper() if r.status != "skipped" else f"skipped: {r.note}",
+            ))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+                         for row in rows)
+
+    def summary(self) -> str:
+        """The verdict in a few lines: the first divergence with its stats, or that all agree."""
+        n = sum(r.status != "skipped" for r in self.layers)
+        fd = self.first_divergence
+        lines = []
+        if fd is None:
+            lines.append(f"no divergence: {n} layer output(s) agree with {self.describe_against()}")
+        else:
+            s = fd.stats
+            lines.append(f"first divergence: {fd.where} at {self.model}:{fd.line}")
+            if s is not None:
+                lines.append(f"  {s.summary()}")
+                lines.append(f"  tolerance: |irnorm - {self.against}| <= {s.atol:g} + {s.rtol:g} * |{self.against}|")
+            later = len(self.diverged) - 1
+            lines.append(f"  {len(self.diverged)} of {n} compared layer output(s) diverge"
+                         + (f" ({later} after this one, which may inherit its error)" if later else ""))
+        if self.skipped:
+            lines.append(f"  {len(self.skipped)} layer output(s) not compared (see the table)")
+        lines.extend(f"  note: {t}" for t in self.notes)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table() + "\n" + self.summary()
+
+
+def _g(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _output_names(model: Any) -> dict[tuple[int, int], str]:
+    g = model.graph
+    out: dict[tuple[int, int], str] = {}
+    for spec, ri in zip(model.outputs, g.results, strict=False):
+        src = g.nodes[ri].sources[0]
+        if src is not None:
+            out.setdefault(tuple(src), spec.name)
+    return out
+
+
+def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | None = None, *,
+            rtol: float | None = None, atol: float | None = None, openvino_precision: str = "f32",
+            seed: int = 0, shapes: Mapping[str, Any] | None = None,
+            value_ranges: Mapping[str, tuple[float, float]] | None = None, cast: bool = False,
+            weights: str | os.PathLike | None = None) -> CompareReport:
+    """Run `model` (a Model or a path to its XML) in irnorm and in `against` ("openvino" or
+    "reference") with the same inputs and compare every layer's output as irnorm produces it.
+
+    `inputs` defaults to seeded random inputs (`seed`, `shapes` for dynamic dims, `value_ranges`).
+    `rtol`/`atol` default per dtype (irnorm.workbench.stats.DEFAULT_TOLERANCES; against OpenVINO the
+    looser of the tensor's dtype and the inference precision).  Raises OpenVINOUnavailable when
+    against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it."""
+    from ..api import load
+
+    if against not in AGAINST:
+        raise ValueError(f"against must be one of {', '.join(AGAINST)}, got {against!r}")
+    if openvino_precision not in OPENVINO_PRECISIONS:
+        raise ValueError(f"openvino_precision must be one of {', '.join(OPENVINO_PRECISIONS)}, "
+                         f"got {openvino_precision!r}")
+    m = load(model, weights) if isinstance(model, (str, os.PathLike)) else model
+    given = inputs is not None
+    feeds = dict(inputs) if given else random_inputs(m, seed, shapes, value_ranges)
+    notes: list[str] = []
+    input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
+                   "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]
+    outputs_of = _output_names(m)
+    rows: list[LayerComparison] = []
+
+    def row(node: Any, k: int, arr: np.ndarray, status: str, stats: ErrorStats | None = None, note: str = ""
+            ) -> None:
+        lay = node.layer
+        rows.append(LayerComparison(node.index, lay.id, lay.name, lay.type, lay.version, lay.line, k,
+                                    list(arr.shape), _etype(arr.dtype), status, stats, note,
+                                    outputs_of.get((node.index, k))))
+
+    def check(node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None, note: str = "") -> None:
+        d_rtol, d_atol = default_tolerance(got.dtype, precision)
+        st = error_stats(got, exp, d_rtol if rtol is None else rtol, d_atol if atol is None else atol)
+        row(node, k, got, "ok" if st.passed else "diverged", st, note)
+
+    if against == "reference":
+        runner = ReferenceRunner(m.graph)
+
+        def hook(node: Any, outs: Any, _s: float) -> None:
+            ref, note = runner.step(node, outs)
+            if node.op.type == "Parameter":
+                return
+            for k, o in enumerate(outs):
+                if note:
+                    row(node, k, o, "skipped", note=note)
+                else:
+                    check(node, k, o, ref[k], None)
+
+        m.run(feeds, cast=cast, on_layer=hook)
+        precision = None
+    else:
+        ov_vals, ov_notes = run_openvino(m, feeds, openvino_precision, cast)
+        notes.extend(ov_notes)
+        precision = openvino_precision
+
+        def hook(node: Any, outs: Any, _s: float) -> None:
+            if node.op.type == "Parameter":
+                return
+            for k, o in enumerate(outs):
+                exp = ov_vals.pop((node.layer.name, k), None)
+                if isinstance(exp, str):
+                    row(node, k, o, "skipped", note=exp)
+                elif exp is None:
+                    row(node, k, o, "skipped", note="OpenVINO has no output for this layer")
+                else:
+                    note = "" if exp.dtype == o.dtype else f"OpenVINO gives {_etype(exp.dtype)}"
+                    check(node, k, o, exp, precision, note)
+
+        m.run(feeds, cast=cast, on_layer=hook)
+    return CompareReport(m.path, against, rows, input_info, rtol, atol,
+                         openvino_precision if against == "openvino" else None, notes)
+
+
+def _etype(dtype: np.dtype) -> str:
+    from ..ir.dtypes import type_name
+
+    try:
+        return type_name(dtype)
+    except KeyError:
+        return np.dtype(dtype).name
+
+
+def _import_openvino() -> Any:
+    try:
+        import openvino as ov
+    except ImportError:
+        raise OpenVINOUnavailable(
+            "the openvino package is not installed, so irnorm cannot compare with OpenVINO; install it with "
+            "`pip install openvino` (or compare with the float64 reference: --against reference)") from None
+    return ov
+
+
+def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", cast: bool = False
+                 ) -> tuple[dict[tuple[str, int], Any], list[str]]:
+    """Run `model`'s XML once on OpenVINO CPU with every layer irnorm executes added as an output.
+    Returns ({(layer name, output index): array, or a str saying why there is none}, notes)."""
+    ov = _import_openvino()
+    g = model.graph
+    notes = [f"OpenVINO {ov.get_version().split('-')[0]}"]
+    core = ov.Core()
+    weights = g.weights.path if g.weights is not None else None
+    try:
+        ovm = core.read_model(model.path, weights) if weights and os.path.exists(weights) else \
+            core.read_model(model.path)
+    except Exception as e:
+        raise OpenVINOFailure(f"OpenVINO cannot read {model.path}: {_first_line(e)}") from None
+    by_name: dict[str, list[Any]] = {}
+    for op in ovm.get_ordered_ops():
+        by_name.setdefault(op.get_friendly_name(), []).append(op)
+    name_count: dict[str, int] = {}
+    for n in g.nodes:
+        name_count[n.layer.name] = name_count.get(n.layer.name, 0) + 1
+    wanted: list[tuple[tuple[str, int], Any]] = []
+    missing: dict[tuple[str, int], Any] = {}
+    for n in g.nodes:
+        if n.op is None or n.op.type in ("Parameter", "Const", "Result"):
+            continue
+        if all(o is not None and o.value is not None for o in n.outputs):
+            continue  # folded at load time: not executed, not compared
+        name = n.layer.name
+        ops = by_name.get(name, [])
+        for k in range(len(n.outputs)):
+            if name_count[name] > 1 or len(ops) > 1:
+                missing[(name, k)] = "layer name is not unique in the IR"
+            elif not ops:
+                missing[(name, k)] = "no OpenVINO op has this name"
+            elif k >= ops[0].get_output_size():
+                missing[(name, k)] = f"the OpenVINO op has {ops[0].get_output_size()} output(s)"
+            else:
+                wanted.append(((name, k), ops[0].output(k)))
+    try:
+        if wanted:
+            ovm.add_outputs([o for _, o in wanted])
+        compiled = core.compile_model(ovm, "CPU", {"INFERENCE_PRECISION_HINT": precision})
+    except Exception as e:
+        raise OpenVINOFailure(f"OpenVINO cannot compile {model.path}: {_first_line(e)}") from None
+    # compiled outputs follow ovm.get_results(); map each Result back to (producer name, port)
+    result_index: dict[tuple[str, int], int] = {}
+    for i, r in enumerate(ovm.get_results()):
+        src = r.input_value(0)
+        result_index.setdefault((src.get_node().get_friendly_name(), src.get_index()), i)
+    req = compiled.create_infer_request()
+    ov_feeds = {}
+    for port in compiled.inputs:
+        names = set(port.get_names())
+        spec = next((s for s in model.inputs if names & set(s.names)), None)
+        key = next((k for k in feeds if spec is not None and k in spec.names), None)
+        if key is None:
+            raise OpenVINOFailure(f"no input given for OpenVINO input {sorted(names)}")
+        ov_feeds[port] = _to_ov(ov, np.asarray(feeds[key]), port)
+    try:
+        req.infer(ov_feeds)
+    except Exception as e:
+        raise OpenVINOFailure(f"OpenVINO failed to run {model.path}: {_first_line(e)}") from None
+    out: dict[tuple[str, int], Any] = dict(missing)
+    for key, _o in wanted:
+        i = result_index.get(key)
+        if i is None:
+            out[key] = "OpenVINO did not expose this output"
+            continue
+        out[key] = _from_ov(req.get_output_tensor(i))
+    return out, notes
+
+
+def _first_line(e: Exception) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    # OpenVINO messages start with "Exception from src/...": the useful part is the last line
+    return lines[-1] if lines else type(e).__name__
+
+
+def _to_ov(ov: Any, arr: np.ndarray, port: Any) -> Any:
+    if arr.dtype.name == "bfloat16":
+        return ov.Tensor(arr.view(np.uint16), list(arr.shape), ov.Type.bf16)
+    want = port.get_element_type()
+    if want.is_static() and want != ov.Type.bf16:
+        np_t = want.to_dtype()
+        if np.dtype(np_t) != arr.dtype:  # e.g. IR v10: OpenVINO presents an f16 input as f32
+            arr = arr.astype(np_t)
+    return np.ascontiguousarray(arr)
+
+
+def _from_ov(t: Any) -> np.ndarray:
+    import openvino as ov
+
+    if t.element_type == ov.Type.bf16:
+        import ml_dtypes
+
+        return np.array(t.data, copy=True).view(np.uint16).view(ml_dtypes.bfloat16).reshape(list(t.shape))
+    return np.array(t.data, copy=True)

@@ -1,0 +1,373 @@
+"""Float64 evaluation of a whole graph: each layer through its namesake in irnorm/reference.py,
+numpy for the plumbing ops, one table from (op type, op version) to the reference call.
+
+Floating-point tensors are carried in float64 from layer to layer (a Convert to f16 does not
+round); integer and boolean tensors keep their exact dtype.  Folded constants enter as irnorm
+folded them (Const->Convert decompression is exact).  A layer with no table entry, or whose
+reference raises, is reported (``no reference for X``) and irnorm's own output is used downstream,
+so every later layer is still checked.
+
+Adding an op: one function here and one line in REFERENCES; tests/test_workbench_refeval.py
+fails for any registered op without an entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import reference as R
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES
+
+FLOAT_NAMES = ("float64", "float32", "float16", "bfloat16")
+
+
+@dataclass
+class RefCall:
+    """What a reference function sees: its inputs (float64 or exact ints), the parsed attributes,
+    the element types of its outputs (from irnorm's shape rule) and the raw layer record."""
+
+    ins: list[np.ndarray]
+    attrs: dict[str, Any]
+    out_types: list[str]
+    layer: Any  # LayerRecord
+
+    def a(self, name: str, default: Any = None) -> Any:
+        v = self.attrs.get(name, default)
+        return default if v is None else v
+
+
+RefFn = Callable[[RefCall], list[np.ndarray]]
+
+
+def as_ref_value(arr: np.ndarray) -> np.ndarray:
+    """Floats (f16/bf16/f32/f64) become float64; integers and booleans stay exact."""
+    arr = np.asarray(arr)
+    if arr.dtype.name in FLOAT_NAMES:
+        return arr.astype(np.float64)
+    return arr
+
+
+def _cast_out(v: np.ndarray, elem: str) -> np.ndarray:
+    v = np.asarray(v)
+    if elem in FLOAT_TYPES or elem not in ELEMENT_TYPES:
+        return v.astype(np.float64)
+    dt = ELEMENT_TYPES[elem]
+    if dt == np.bool_:
+        return v != 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        return v.astype(dt)
+
+
+def _ints(a: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(a).reshape(-1)]
+
+
+def _axes(a: np.ndarray, rank: int) -> list[int]:
+    return sorted({v % rank if rank else v for v in _ints(a)})
+
+
+def _s(v: Any) -> str:
+    return str(v).lower()
+
+
+# ---- normalization family: irnorm/reference.py ---------------------------------------
+
+
+def _normalize_l2(c: RefCall) -> list[np.ndarray]:
+    return [R.normalize_l2(c.ins[0], _ints(c.ins[1]), float(c.a("eps")), _s(c.a("eps_mode", "add")))]
+
+
+def _group_norm(c: RefCall) -> list[np.ndarray]:
+    x, s, b = c.ins
+    return [R.group_normalization(x, s, b, int(c.a("num_groups")), float(c.a("epsilon")))]
+
+
+def _mvn1(c: RefCall) -> list[np.ndarray]:
+    axes = c.attrs.get("reduction_axes") if "reduction_axes" in c.layer.data else None
+    return [R.mvn1(c.ins[0], bool(c.a("across_channels", False)), None if axes is None else list(axes),
+                   bool(c.a("normalize_variance", False)), float(c.a("eps")))]
+
+
+def _mvn6(c: RefCall) -> list[np.ndarray]:
+    return [R.mvn6(c.ins[0], _ints(c.ins[1]), bool(c.a("normalize_variance")), float(c.a("eps")),
+                   _s(c.a("eps_mode")))]
+
+
+def _bn1(c: RefCall) -> list[np.ndarray]:
+    gamma, beta, x, mean, var = c.ins  # BN-1's IR port order puts gamma and beta first
+    return [R.batch_norm_inference(x, gamma, beta, mean, var, float(c.a("epsilon")))]
+
+
+def _bn5(c: RefCall) -> list[np.ndarray]:
+    x, gamma, beta, mean, var = c.ins
+    return [R.batch_norm_inference(x, gamma, beta, mean, var, float(c.a("epsilon")))]
+
+
+def _lrn(c: RefCall) -> list[np.ndarray]:
+    return [R.lrn(c.ins[0], _ints(c.ins[1]), float(c.a("alpha")), float(c.a("beta")), float(c.a("bias")),
+                  int(c.a("size")))]
+
+
+def _layer_norm(c: RefCall) -> list[np.ndarray]:
+    bias = c.ins[2] if len(c.ins) > 2 else None
+    y, mean, inv = R.layer_normalization(c.ins[0], c.ins[1], bias, int(c.a("axis", -1)), float(c.a("epsilon", 1e-5)))
+    return [y, mean, inv][: max(len(c.out_types), 1)]
+
+
+def _trt_norm(c: RefCall) -> list[np.ndarray]:
+    x, s, b = c.ins
+    return [R.trt_normalization(x, s, b, int(c.a("axes")), int(c.a("num_groups", 1)), float(c.a("epsilon", 1e-5)))]
+
+
+def _scale(c: RefCall) -> list[np.ndarray]:
+    x, s, sh, p = (list(c.ins) + [np.zeros(0)] * 4)[:4]
+    y = R.scale(x, _s(c.a("mode")), s, sh, p, int(c.a("channel_axis", 1)))
+    if c.out_types and c.out_types[0] == "i8":
+        return [R.scale_int8_output(y)]
+    return [y]
+
+
+# ---- plumbing: numpy -------------------------------------------------------------------
+
+
+def _convert(c: RefCall) -> list[np.ndarray]:
+    dst = c.a("destination_type")
+    if dst in FLOAT_TYPES:
+        return [as_ref_value(c.ins[0])]  # float64 stays float64: no rounding to f16/bf16
+    x = c.ins[0]
+    if ELEMENT_TYPES[dst] == np.bool_:
+        return [x != 0]
+    return [R.convert(np.trunc(x) if x.dtype.kind == "f" else x, ELEMENT_TYPES[dst])]
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RefFn:
+    def run(c: RefCall) -> list[np.ndarray]:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return [fn(c.ins[0], c.ins[1])]
+
+    return run
+
+
+def _divide(c: RefCall) -> list[np.ndarray]:
+    a, b = c.ins
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            if c.a("m_pythondiv", True):
+                return [np.floor_divide(a, b)]
+            return [np.trunc(a / b).astype(np.result_type(a, b))]
+        return [np.asarray(a, np.float64) / np.asarray(b, np.float64)]
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
+    def run(c: RefCall) -> list[np.ndarray]:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return [fn(c.ins[0])]
+
+    return run
+
+
+def _reduce(fn: Callable[..., np.ndarray]) -> RefFn:
+    def run(c: RefCall) -> list[np.ndarray]:
+        x = c.ins[0]
+        axes = tuple(_axes(c.ins[1], x.ndim)) if len(c.ins) > 1 else tuple(range(x.ndim))
+        keep = bool(c.a("keep_dims", False))
+        if not axes:
+            return [x.copy()]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return [fn(x, axis=axes, keepdims=keep)]
+
+    return run
+
+
+def _reduce_l2(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    xf = np.asarray(x, np.float64)
+    return np.sqrt(np.sum(xf * xf, axis=axis, keepdims=keepdims))
+
+
+def _reshape(c: RefCall) -> list[np.ndarray]:
+    x, shape = c.ins[0], _ints(c.ins[1])
+    if c.a("special_zero", False):
+        shape = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(shape)]
+    return [x.reshape(shape)]
+
+
+def _squeeze(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    if len(c.ins) < 2:
+        return [x.reshape([d for d in x.shape if d != 1])]
+    axes = _axes(c.ins[1], x.ndim)
+    return [x.reshape([d for i, d in enumerate(x.shape) if not (i in axes and d == 1)])]
+
+
+def _unsqueeze(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    out_rank = x.ndim + len(set(_ints(c.ins[1])))
+    axes = _axes(c.ins[1], out_rank)
+    shape, it = [], iter(x.shape)
+    for i in range(out_rank):
+        shape.append(1 if i in axes else next(it))
+    return [x.reshape(shape)]
+
+
+def _shape_of(c: RefCall) -> list[np.ndarray]:
+    dt = ELEMENT_TYPES.get(c.out_types[0] if c.out_types else "i64", np.dtype(np.int64))
+    return [np.array(c.ins[0].shape, dtype=dt)]
+
+
+def _gather(c: RefCall) -> list[np.ndarray]:
+    data, idx = c.ins[0], np.asarray(c.ins[1])
+    axis = int(np.asarray(c.ins[2]).reshape(-1)[0]) % max(data.ndim, 1)
+    bd = int(c.a("batch_dims", 0))
+    if bd < 0:
+        bd += idx.ndim
+    idx = np.where(idx < 0, idx + data.shape[axis], idx)
+    if bd == 0:
+        return [np.take(data, idx, axis=axis)]
+    batch = data.shape[:bd]
+    out = [np.take(data[b], idx[b], axis=axis - bd) for b in np.ndindex(*batch)]
+    stacked = np.stack(out) if out else np.zeros((0,), data.dtype)
+    return [stacked.reshape(tuple(batch) + stacked.shape[1:])]
+
+
+def _broadcast(c: RefCall) -> list[np.ndarray]:
+    x, target = c.ins[0], _ints(c.ins[1])
+    mode = _s(c.a("mode", "numpy"))
+    if mode == "bidirectional":
+        return [np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(target))).copy()]
+    if mode == "explicit":
+        mapping = _ints(c.ins[2])
+        shape = [1] * len(target)
+        for d, ax in zip(x.shape, mapping, strict=True):
+            shape[ax] = d
+        return [np.broadcast_to(x.reshape(shape), target).copy()]
+    return [np.broadcast_to(x, target).copy()]
+
+
+def _concat(c: RefCall) -> list[np.ndarray]:
+    return [np.concatenate(c.ins, axis=int(c.a("axis", 0)))]
+
+
+def _transpose(c: RefCall) -> list[np.ndarray]:
+    perm = _ints(c.ins[1])
+    return [np.transpose(c.ins[0], perm or None)]
+
+
+def _structural(c: RefCall) -> list[np.ndarray]:  # Parameter / Const / Result never reach here
+    raise AssertionError("structural op")
+
+
+STRUCTURAL = ("Parameter", "Const", "Result")
+
+# op type -> reference function, or {op version: function} where versions differ in meaning.
+REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
+    "Parameter": _structural,
+    "Const": _structural,
+    "Result": _structural,
+    "Convert": _convert,
+    "NormalizeL2": _normalize_l2,
+    "GroupNormalization": _group_norm,
+    "MVN": {1: _mvn1, 6: _mvn6},
+    "BatchNormInference": {1: _bn1, 5: _bn5},
+    "LRN": _lrn,
+    "LayerNormalization": _layer_norm,
+    "Normalization": _trt_norm,
+    "Scale": _scale,
+    "Add": _binary(np.add),
+    "Subtract": _binary(np.subtract),
+    "Multiply": _binary(np.multiply),
+    "Divide": _divide,
+    "Maximum": _binary(np.maximum),
+    "Minimum": _binary(np.minimum),
+    "Power": _binary(lambda a, b: np.power(a, b) if a.dtype.kind == "f" or b.dtype.kind == "f"
+                     else np.power(a, b.astype(a.dtype))),
+    "SquaredDifference": _binary(lambda a, b: (a - b) * (a - b)),
+    "Sqrt": _unary(np.sqrt),
+    "Abs": _unary(np.abs),
+    "ReduceMean": _reduce(np.mean),
+    "ReduceSum": _reduce(np.sum),
+    "ReduceMax": _reduce(np.max),
+    "ReduceMin": _reduce(np.min),
+    "ReduceProd": _reduce(np.prod),
+    "ReduceL2": _reduce(_reduce_l2),
+    "Reshape": _reshape,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "ShapeOf": _shape_of,
+    "Gather": _gather,
+    "Broadcast": _broadcast,
+    "Concat": _concat,
+    "Transpose": _transpose,
+}
+_BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
+
+
+def reference_for(op_type: str, version: int) -> RefFn | None:
+    """The reference function of (type, op version); the type is matched case-insensitively."""
+    fn = _BY_LOWER.get(op_type.lower())
+    if isinstance(fn, dict):
+        return fn.get(version)
+    return fn
+
+
+class ReferenceRunner:
+    """Evaluates a model's graph in float64 alongside irnorm, one layer at a time (driven by the
+    Model.run on_layer hook), dropping each reference value after its last consumer."""
+
+    def __init__(self, graph: Any):
+        self.graph = graph
+        self.values: dict[tuple[int, int], np.ndarray] = {}
+        self.pending: dict[tuple[int, int], int] = {}
+        for n in graph.nodes:
+            for s in n.sources:
+                if s is not None:
+                    self.pending[s] = self.pending.get(s, 0) + 1
+
+    def _input(self, src: tuple[int, int]) -> np.ndarray:
+        v = self.values.get(src)
+        if v is None:
+            info = self.graph.nodes[src[0]].outputs[src[1]]
+            if info is None or info.value is None:
+                raise KeyError(src)
+            v = as_ref_value(info.value)  # a folded constant
+            self.values[src] = v
+        return v
+
+    def _release(self, node: Any) -> None:
+        for s in node.sources:
+            if s is None:
+                continue
+            self.pending[s] -= 1
+            if self.pending[s] <= 0:
+                self.values.pop(s, None)
+
+    def step(self, node: Any, irnorm_outs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], str]:
+        """Reference outputs of `node` and a note ("" when the reference ran).  Falls back to
+        irnorm's outputs (noted) when there is no reference or it fails."""
+        if node.op is not None and node.op.type == "Parameter":
+            out = [as_ref_value(irnorm_outs[0])]
+            self.values[(node.index, 0)] = out[0]
+            return out, ""
+        note = ""
+        fn = reference_for(node.op.type, node.op.version) if node.op is not None else None
+        outs: list[np.ndarray] | None = None
+        if fn is None:
+            note = f"no reference for {node.layer.type}-{node.op.version if node.op else '?'}"
+        else:
+            try:
+                ins = [self._input(s) for s in node.sources]
+                call = RefCall(ins, node.attrs, [o.dtype if o is not None else "f64" for o in node.outputs], node.layer)
+                outs = [_cast_out(v, t) for v, t in zip(fn(call), call.out_types, strict=False)]
+            except Exception as e:  # a reference that cannot handle this case: say so, keep going
+                note = f"reference failed: {type(e).__name__}: {e}"
+                outs = None
+        if outs is None or len(outs) < len(irnorm_outs):
+            outs = [as_ref_value(o) for o in irnorm_outs]
+            note = note + " (irnorm's output used downstream)" if note else note
+        for k, v in enumerate(outs):
+            self.values[(node.index, k)] = v
+        self._release(node)
+        return outs, note
