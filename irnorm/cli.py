@@ -176,6 +176,15 @@ def _stats(arr: Any) -> str:
     return "  ".join(parts)
 
 
+def _check_output_path(path: str) -> None:
+    """Refuse an --output whose directory is missing or read-only before any work is done."""
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise click.BadParameter(f"directory {d} does not exist", param_hint="-o/--output")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"directory {d} is not writable", param_hint="-o/--output")
+
+
 def _save_npz(path: str, arrays: dict[str, Any]) -> None:
     """Write to a temporary name in the same directory, then rename into place, so an
     interrupted run never leaves a truncated file where a good one stood."""
@@ -249,6 +258,8 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[st
     from .workbench import commands as wb
 
     limit = _parse_size(max_memory) if max_memory else None
+    if output:
+        _check_output_path(output)
     shapes = _parse_shapes(shape_items)
     m = load(model, weights, max_memory=limit)
     for d in m.diagnostics:
@@ -388,6 +399,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_FAIL)
     except SystemExit:
         raise
+    except OSError as e:  # disk full, permissions, a path that vanished: not a bug in irnorm
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        _err(f"irnorm: {e.strerror or e}{where}")
+        sys.exit(EXIT_FAIL)
     except Exception as e:  # a bug: say so plainly, without a traceback
         _err(f"irnorm: internal error: {type(e).__name__}: {e} (please report this with the model file)")
         if os.environ.get("IRNORM_DEBUG"):
