@@ -9,6 +9,9 @@ OP_MODULES = (
     "io",
     "group_normalization",
     "normalize_l2",
+    "layer_norm",
+    "trt_normalization",
+    "scale",
 )
 
 
