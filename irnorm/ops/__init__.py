@@ -12,6 +12,7 @@ OP_MODULES = (
     "layer_norm",
     "trt_normalization",
     "scale",
+    "elementwise",
 )
 
 

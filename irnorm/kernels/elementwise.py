@@ -1,0 +1,295 @@
+"""Numba kernels for the float elementwise ops.
+
+Binary ops: the output shape and both input shapes are collapsed to at most four dims
+``(d0, d1, d2, d3)`` by dropping size-1 output dims and merging neighbours that broadcast the same
+way in both inputs.  Each input then has one element stride per dim, 0 where it is broadcast, and
+the innermost stride is 1 or 0.  That covers, with a vectorized inner loop:
+
+* same shape (one dim, both strides 1),
+* a scalar or size-1 operand,
+* per-channel ``[N,C,H,W] op [1,C,1,1]`` -> ``(N, C, HW)`` with the channel value constant per row,
+* row broadcast ``[B,T,D] op [D]`` -> ``(BT, D)``, and keep-dims statistics ``[B,T,D] op [B,T,1]``,
+* any other pattern that collapses to four dims or fewer.
+
+Patterns that need five or more collapsed dims, and integer tensors, go to the numpy fallback in
+``irnorm.ops.elementwise`` (``binary`` returns None for them).
+
+Work is split into fixed blocks of one row, so results do not depend on the thread count.  f32 and
+f64 compute in their own type; f16 and bf16 are converted to float32 on the way in and rounded back
+(round to nearest even) on the way out.  Division by zero gives inf/NaN (numpy error model).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..ops.elementwise import (
+    ABS,
+    ADD,
+    DIV,
+    ERF,
+    EXP,
+    LOG,
+    MAX,
+    MIN,
+    MUL,
+    NEG,
+    POW,
+    SIGMOID,
+    SQRT,
+    SUB,
+    cast,
+    compute_dtype,
+)
+
+_BLOCK = 16384  # elements per task along the innermost dim
+_PARALLEL_MIN = 1 << 15  # smaller outputs run on one thread (prange start-up costs more)
+_MAX_DIMS = 4
+
+_JIT = dict(cache=True, error_model="numpy")
+
+
+# ---- inner loops: one per (inner stride pattern); the op branch sits outside the loop ----
+
+
+@njit(**_JIT)
+def _vv(code, a, b, o):
+    n = o.shape[0]
+    if code == ADD:
+        for i in range(n):
+            o[i] = a[i] + b[i]
+    elif code == SUB:
+        for i in range(n):
+            o[i] = a[i] - b[i]
+    elif code == MUL:
+        for i in range(n):
+            o[i] = a[i] * b[i]
+    elif code == DIV:
+        for i in range(n):
+            o[i] = a[i] / b[i]
+    elif code == MAX:
+        for i in range(n):
+            x, y = a[i], b[i]
+            o[i] = x if (x >= y or x != x) else y
+    elif code == MIN:
+        for i in range(n):
+            x, y = a[i], b[i]
+            o[i] = x if (x <= y or x != x) else y
+    elif code == POW:
+        for i in range(n):
+            o[i] = a[i] ** b[i]
+    else:
+        for i in range(n):
+            d = a[i] - b[i]
+            o[i] = d * d
+
+
+@njit(**_JIT)
+def _vs(code, a, y, o):
+    n = o.shape[0]
+    if code == ADD:
+        for i in range(n):
+            o[i] = a[i] + y
+    elif code == SUB:
+        for i in range(n):
+            o[i] = a[i] - y
+    elif code == MUL:
+        for i in range(n):
+            o[i] = a[i] * y
+    elif code == DIV:
+        for i in range(n):
+            o[i] = a[i] / y
+    elif code == MAX:
+        for i in range(n):
+            x = a[i]
+            o[i] = x if (x >= y or x != x) else y
+    elif code == MIN:
+        for i in range(n):
+            x = a[i]
+            o[i] = x if (x <= y or x != x) else y
+    elif code == POW:
+        for i in range(n):
+            o[i] = a[i] ** y
+    else:
+        for i in range(n):
+            d = a[i] - y
+            o[i] = d * d
+
+
+@njit(**_JIT)
+def _sv(code, x, b, o):
+    n = o.shape[0]
+    if code == ADD:
+        for i in range(n):
+            o[i] = x + b[i]
+    elif code == SUB:
+        for i in range(n):
+            o[i] = x - b[i]
+    elif code == MUL:
+        for i in range(n):
+            o[i] = x * b[i]
+    elif code == DIV:
+        for i in range(n):
+            o[i] = x / b[i]
+    elif code == MAX:
+        for i in range(n):
+            y = b[i]
+            o[i] = x if (x >= y or x != x) else y
+    elif code == MIN:
+        for i in range(n):
+            y = b[i]
+            o[i] = x if (x <= y or x != x) else y
+    elif code == POW:
+        for i in range(n):
+            o[i] = x ** b[i]
+    else:
+        for i in range(n):
+            d = x - b[i]
+            o[i] = d * d
+
+
+@njit(**_JIT)
+def _task(code, a, b, out, d, sa, sb, t, nblk, block):
+    r = t // nblk
+    c0 = (t % nblk) * block
+    n = min(c0 + block, d[3]) - c0
+    i2 = r % d[2]
+    q = r // d[2]
+    i1 = q % d[1]
+    i0 = q // d[1]
+    oa = i0 * sa[0] + i1 * sa[1] + i2 * sa[2]
+    ob = i0 * sb[0] + i1 * sb[1] + i2 * sb[2]
+    oo = r * d[3] + c0
+    o = out[oo: oo + n]
+    if sa[3] != 0 and sb[3] != 0:
+        _vv(code, a[oa + c0: oa + c0 + n], b[ob + c0: ob + c0 + n], o)
+    elif sa[3] != 0:
+        _vs(code, a[oa + c0: oa + c0 + n], b[ob], o)
+    else:  # collapse() never makes both inner strides 0
+        _sv(code, a[oa], b[ob + c0: ob + c0 + n], o)
+
+
+@njit(parallel=True, **_JIT)
+def binary_parallel(code, a, b, out, d, sa, sb, block):
+    """a, b, out: flat C-contiguous arrays; d: collapsed dims; sa/sb: element strides (0 = broadcast)."""
+    nblk = (d[3] + block - 1) // block
+    for t in prange(d[0] * d[1] * d[2] * nblk):
+        _task(code, a, b, out, d, sa, sb, t, nblk, block)
+
+
+@njit(**_JIT)
+def binary_serial(code, a, b, out, d, sa, sb, block):
+    nblk = (d[3] + block - 1) // block
+    for t in range(d[0] * d[1] * d[2] * nblk):
+        _task(code, a, b, out, d, sa, sb, t, nblk, block)
+
+
+def collapse(out_shape: tuple[int, ...], a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+             ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """(dims, a strides, b strides), each of length 4, or None if more than four collapsed dims."""
+    r = len(out_shape)
+    pa = (1,) * (r - len(a_shape)) + tuple(a_shape)
+    pb = (1,) * (r - len(b_shape)) + tuple(b_shape)
+    groups: list[list] = []  # [size, a_full, b_full]
+    for s, x, y in zip(out_shape, pa, pb, strict=True):
+        if s == 1:
+            continue
+        fa, fb = x == s, y == s
+        if groups and groups[-1][1] == fa and groups[-1][2] == fb:
+            groups[-1][0] *= s
+        else:
+            groups.append([s, fa, fb])
+    if not groups:
+        groups = [[1, True, True]]
+    if len(groups) > _MAX_DIMS:
+        return None
+    dims, sa, sb = [], [], []
+    acc_a = acc_b = 1
+    for s, fa, fb in reversed(groups):
+        dims.append(s)
+        sa.append(acc_a if fa else 0)
+        sb.append(acc_b if fb else 0)
+        acc_a *= s if fa else 1
+        acc_b *= s if fb else 1
+    pad = _MAX_DIMS - len(dims)
+    return ((1,) * pad + tuple(reversed(dims)), (0,) * pad + tuple(reversed(sa)),
+            (0,) * pad + tuple(reversed(sb)))
+
+
+def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """Float binary op with numpy broadcasting (a and b of one float dtype); a fresh array of
+    that dtype, or None when the broadcast pattern needs the numpy fallback."""
+    dt = a.dtype
+    out_shape = np.broadcast_shapes(a.shape, b.shape)
+    plan = collapse(out_shape, a.shape, b.shape)
+    if plan is None:
+        return None
+    cdt = compute_dtype(dt)
+    out = np.empty(out_shape, cdt)
+    if out.size == 0:
+        return out.astype(dt, copy=False)
+    af = np.ascontiguousarray(a, dtype=cdt).reshape(-1)
+    bf = np.ascontiguousarray(b, dtype=cdt).reshape(-1)
+    dims, sa, sb = plan
+    kern = binary_parallel if out.size >= _PARALLEL_MIN else binary_serial
+    kern(code, af, bf, out.reshape(-1), dims, sa, sb, _BLOCK)
+    return out if cdt == dt else cast(out, dt)
+
+
+# ---- unary ------------------------------------------------------------------------------
+
+
+@njit(**_JIT)
+def _unary_block(code, x, o):
+    n = o.shape[0]
+    if code == SQRT:
+        for i in range(n):
+            o[i] = math.sqrt(x[i])
+    elif code == ABS:
+        for i in range(n):
+            o[i] = abs(x[i])
+    elif code == NEG:
+        for i in range(n):
+            o[i] = -x[i]
+    elif code == EXP:
+        for i in range(n):
+            o[i] = math.exp(x[i])
+    elif code == LOG:
+        for i in range(n):
+            v = x[i]
+            o[i] = math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
+    elif code == ERF:
+        for i in range(n):
+            o[i] = math.erf(x[i])
+    elif code == SIGMOID:
+        for i in range(n):
+            o[i] = 1.0 / (1.0 + math.exp(-x[i]))
+    else:
+        for i in range(n):
+            o[i] = math.tanh(x[i])
+
+
+@njit(parallel=True, **_JIT)
+def unary_parallel(code, x, out, block):
+    n = x.shape[0]
+    for t in prange((n + block - 1) // block):
+        s = t * block
+        e = min(s + block, n)
+        _unary_block(code, x[s:e], out[s:e])
+
+
+def unary(code: int, x: np.ndarray) -> np.ndarray:
+    """Float unary op; a fresh array of x's dtype."""
+    dt = x.dtype
+    cdt = compute_dtype(dt)
+    out = np.empty(x.shape, cdt)
+    if out.size:
+        xf = np.ascontiguousarray(x, dtype=cdt).reshape(-1)
+        if out.size >= _PARALLEL_MIN:
+            unary_parallel(code, xf, out.reshape(-1), _BLOCK)
+        else:
+            _unary_block(code, xf, out.reshape(-1))
+    return out if cdt == dt else cast(out, dt)

@@ -1,0 +1,392 @@
+"""Elementwise ops: Add, Subtract, Multiply, Divide, Maximum, Minimum, Power, SquaredDifference
+(opset1+, `auto_broadcast` numpy or none) and the unary Sqrt, Abs, Negative, Exp, Log, Erf,
+Sigmoid, Tanh (opset1+).
+
+Semantics, checked against OpenVINO 2026.4:
+
+* Both inputs of a binary op have the same element type (IRN033 otherwise); boolean is refused.
+* ``auto_broadcast="numpy"`` (the default) is numpy's rule; ``"none"`` (alias ``"explicit"``) needs
+  equal shapes.  ``pdpd`` is not supported.
+* f16 and bf16 are computed in float32 and rounded back after every op (the op's reference
+  semantics).  OpenVINO's CPU plugin at f32 precision keeps a chain of f16 ops in float32 and rounds
+  once at the end, so a chain differs from it by about one f16 ulp per op.
+* Integer Divide: ``m_pythondiv="true"`` (the default) is floor division, ``"false"`` truncates
+  toward zero, as OpenVINO's reference (used for constant folding) does; its CPU plugin truncates in
+  both cases.  Integer division by zero is an error (the reference throws; the CPU returns INT_MIN).
+  Integer Power is computed in float64 and truncated toward zero, as the reference does.
+* Maximum and Minimum propagate NaN.
+
+Shape-subgraph arithmetic (i32/i64) runs in numpy; float binary ops run in the Numba kernels of
+``irnorm.kernels.elementwise`` (see there for which broadcast patterns are fast).  When every input
+is a constant, ``infer`` computes the value with numpy, so constant subgraphs fold at load time
+without importing numba, and shape values keep flowing when a dynamic model is re-inferred.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from ..ir.attrs import AttrError, AttrSchema, optional, parse_bool
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES
+from .base import Kernel, NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_same_type
+
+# Binary op codes (shared with irnorm.kernels.elementwise).
+ADD, SUB, MUL, DIV, MAX, MIN, POW, SQDIFF = range(8)
+# Unary op codes.
+SQRT, ABS, NEG, EXP, LOG, ERF, SIGMOID, TANH = range(8)
+
+
+def _auto_broadcast(text: str) -> str:
+    t = text.strip().lower()
+    if t == "numpy":
+        return "numpy"
+    if t in ("none", "explicit"):
+        return "none"
+    if t == "pdpd":
+        raise AttrError("'pdpd' broadcasting is not supported by irnorm (only numpy and none)", code="IRN023")
+    raise AttrError(f"'{text}' is not one of numpy, none, explicit")
+
+
+_AUTOB = optional("auto_broadcast", _auto_broadcast, "numpy", doc="numpy (default) or none (alias explicit)")
+
+
+# ---- shape rules ------------------------------------------------------------------------
+
+
+def broadcast_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, mode: str,
+                    names: tuple[str, str] = ("input 0", "input 1")) -> tuple[int, ...] | None:
+    """Output shape of a binary op under ``mode`` ('numpy' or 'none'); -1 dims tolerated.
+    Raises IRN032 naming the offending dim."""
+    if a is None or b is None:
+        return None
+    if mode == "none":
+        if len(a) != len(b):
+            raise fail("IRN032", f"auto_broadcast=none needs equal shapes, got {fmt_shape(a)} ({names[0]}) and "
+                                 f"{fmt_shape(b)} ({names[1]}) of different ranks")
+        out = []
+        for k, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != -1 and y != -1 and x != y:
+                raise fail("IRN032", f"auto_broadcast=none needs equal shapes, got {fmt_shape(a)} and {fmt_shape(b)}: "
+                                     f"dim {k} is {x} in {names[0]} and {y} in {names[1]}")
+            out.append(y if x == -1 else x)
+        return tuple(out)
+    r = max(len(a), len(b))
+    pa = (1,) * (r - len(a)) + tuple(a)
+    pb = (1,) * (r - len(b)) + tuple(b)
+    out = []
+    for k, (x, y) in enumerate(zip(pa, pb, strict=True)):
+        if x == y:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x == -1:
+            out.append(y)
+        elif y == -1:
+            out.append(x)
+        else:
+            raise fail("IRN032", f"shapes {fmt_shape(a)} ({names[0]}) and {fmt_shape(b)} ({names[1]}) do not "
+                                 f"broadcast (numpy rule): output dim {k} is {x} in {names[0]} and {y} in "
+                                 f"{names[1]} (counted from the right: dim {k - r})")
+    return tuple(out)
+
+
+# ---- numpy semantics (constant folding, integers, and the kernels' fallback) ------------
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """float64 stays float64; f32, f16 and bf16 compute in float32."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def cast(x, dtype: np.dtype) -> np.ndarray:
+    """A fresh array of `dtype`; float overflow to inf (f16, bf16) and NaN-to-int are silent, as in C++."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x).astype(dtype)
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    return any(np.dtype(dtype) == ELEMENT_TYPES[t] for t in FLOAT_TYPES)
+
+
+def _sqdiff(x, y):
+    d = x - y
+    return d * d
+
+
+_FLOAT_BINARY = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: np.divide, MAX: np.maximum,
+                 MIN: np.minimum, POW: np.power, SQDIFF: _sqdiff}
+
+
+def int_divide(a: np.ndarray, b: np.ndarray, pythondiv: bool) -> np.ndarray:
+    """Integer division: floor (Python) or truncation toward zero (C). Division by zero raises."""
+    if np.any(b == 0):
+        raise ZeroDivisionError("integer division by zero")
+    q = np.floor_divide(a, b)
+    if not pythondiv:
+        fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+        q = q + fix.astype(q.dtype)
+    return q
+
+
+def compute_binary(code: int, a: np.ndarray, b: np.ndarray, pythondiv: bool = True) -> np.ndarray:
+    """The op's semantics in plain numpy (same element type in, same type out, numpy broadcasting).
+    Integer division by zero raises ZeroDivisionError."""
+    dt = a.dtype
+    if is_float_dtype(dt):
+        cdt = compute_dtype(dt)
+        x, y = a.astype(cdt, copy=False), b.astype(cdt, copy=False)
+        with np.errstate(all="ignore"):
+            r = _FLOAT_BINARY[code](x, y)
+        return cast(r, dt)
+    if dt == np.bool_:
+        raise TypeError("boolean arithmetic is not supported")
+    with np.errstate(all="ignore"):
+        if code == DIV:
+            r = int_divide(a, b, pythondiv)
+        elif code == POW:
+            r = np.trunc(np.power(a.astype(np.float64), b.astype(np.float64)))
+        elif code == SQDIFF:
+            d = np.subtract(a, b)
+            r = d * d
+        else:
+            r = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, MAX: np.maximum, MIN: np.minimum}[code](a, b)
+        return cast(r, dt)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+_erf_vec = np.vectorize(math.erf, otypes=[np.float64])
+_FLOAT_UNARY = {SQRT: np.sqrt, ABS: np.abs, NEG: np.negative, EXP: np.exp, LOG: np.log, ERF: _erf_vec,
+                SIGMOID: _sigmoid, TANH: np.tanh}
+
+
+def compute_unary(code: int, x: np.ndarray) -> np.ndarray:
+    dt = x.dtype
+    if is_float_dtype(dt):
+        cdt = compute_dtype(dt)
+        with np.errstate(all="ignore"):
+            r = _FLOAT_UNARY[code](x.astype(cdt, copy=False))
+        return cast(np.asarray(r).astype(cdt), dt)
+    with np.errstate(all="ignore"):
+        r = np.abs(x) if code == ABS else np.negative(x)
+    return cast(r, dt)
+
+
+# ---- ops ---------------------------------------------------------------------------------
+
+
+class _Binary(Op):
+    version = 1
+    opsets = (1, None)
+    schema = AttrSchema([_AUTOB])
+    inputs = (2, 2)
+    code: ClassVar[int]
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        a, b = ctx.inputs
+        require_same_type(ctx, 0, 1, "input 1")
+        if a.dtype == "boolean":
+            raise fail("IRN033", f"{self.type} does not take boolean inputs")
+        shape = broadcast_shape(a.shape, b.shape, ctx.attrs["auto_broadcast"])
+        out = TensorInfo(shape, a.dtype)
+        if a.value is not None and b.value is not None:
+            try:
+                out.value = compute_binary(self.code, a.value, b.value, self._pythondiv(ctx))
+            except ZeroDivisionError:
+                raise fail("IRN032", "integer division by zero in a constant subgraph") from None
+        return [out]
+
+    def _pythondiv(self, ctx: NodeContext) -> bool:
+        return True
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        from ..kernels import elementwise as kern  # lazy: validate never imports numba
+
+        code = self.code
+        pythondiv = self._pythondiv(ctx)
+        none = ctx.attrs["auto_broadcast"] == "none"
+        layer = ctx.layer
+
+        def run(ins):
+            a, b = ins
+            if none and a.shape != b.shape:
+                raise runtime_error(layer, f"auto_broadcast=none needs equal shapes, got {list(a.shape)} and "
+                                           f"{list(b.shape)}")
+            if is_float_dtype(a.dtype):
+                y = kern.binary(code, a, b)
+                if y is not None:
+                    return [y]
+            try:
+                return [compute_binary(code, a, b, pythondiv)]
+            except ZeroDivisionError:
+                raise runtime_error(layer, "integer division by zero") from None
+
+        return run
+
+
+def runtime_error(layer, message: str):
+    """An error found while running (the inputs' concrete values or shapes), located at the layer."""
+    from ..errors import Diagnostic, InputError
+
+    return InputError(Diagnostic("IRN064", message, **layer.where(None)))
+
+
+_ARITH_DOC = "same element type; auto_broadcast numpy (default) or none. "
+
+
+@register
+class Add(_Binary):
+    type = "Add"
+    code = ADD
+    doc = "a + b; " + _ARITH_DOC + "f16/bf16 computed in f32 and rounded back; integers wrap."
+
+
+@register
+class Subtract(_Binary):
+    type = "Subtract"
+    code = SUB
+    doc = "a - b; " + _ARITH_DOC + "f16/bf16 computed in f32 and rounded back; integers wrap."
+
+
+@register
+class Multiply(_Binary):
+    type = "Multiply"
+    code = MUL
+    doc = "a * b; " + _ARITH_DOC + "f16/bf16 computed in f32 and rounded back; integers wrap."
+
+
+@register
+class Divide(_Binary):
+    type = "Divide"
+    code = DIV
+    schema = AttrSchema([_AUTOB, optional("m_pythondiv", parse_bool, True,
+                                          doc="integer division: floor (true, default) or truncation (false)")])
+    doc = ("a / b; " + _ARITH_DOC + "integers: floor division when m_pythondiv=true (default; OpenVINO's CPU "
+           "truncates), truncation when false; integer division by zero is an error.")
+
+    def _pythondiv(self, ctx: NodeContext) -> bool:
+        return bool(ctx.attrs["m_pythondiv"])
+
+
+@register
+class Maximum(_Binary):
+    type = "Maximum"
+    code = MAX
+    doc = "max(a, b), NaN propagates; " + _ARITH_DOC
+
+
+@register
+class Minimum(_Binary):
+    type = "Minimum"
+    code = MIN
+    doc = "min(a, b), NaN propagates; " + _ARITH_DOC
+
+
+@register
+class Power(_Binary):
+    type = "Power"
+    code = POW
+    doc = "a ** b; " + _ARITH_DOC + "integers: computed in float64 and truncated toward zero."
+
+
+@register
+class SquaredDifference(_Binary):
+    type = "SquaredDifference"
+    code = SQDIFF
+    doc = "(a - b) ** 2; " + _ARITH_DOC
+
+
+class _Unary(Op):
+    version = 1
+    opsets = (1, None)
+    inputs = (1, 1)
+    code: ClassVar[int]
+    ints: ClassVar[bool] = False  # integer inputs allowed
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        if x.dtype not in FLOAT_TYPES and not (self.ints and x.dtype != "boolean"):
+            what = "a floating-point" if not self.ints else "a numeric (not boolean)"
+            raise fail("IRN033", f"{self.type} needs {what} input, got {x.dtype}")
+        out = TensorInfo(x.shape, x.dtype)
+        if x.value is not None:
+            out.value = compute_unary(self.code, x.value)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        from ..kernels import elementwise as kern  # lazy
+
+        code = self.code
+
+        def run(ins):
+            x = ins[0]
+            if is_float_dtype(x.dtype):
+                return [kern.unary(code, x)]
+            return [compute_unary(code, x)]
+
+        return run
+
+
+@register
+class Sqrt(_Unary):
+    type = "Sqrt"
+    code = SQRT
+    doc = "sqrt(x), floating-point; negative x gives NaN."
+
+
+@register
+class Abs(_Unary):
+    type = "Abs"
+    code = ABS
+    ints = True
+    doc = "|x|; float or integer."
+
+
+@register
+class Negative(_Unary):
+    type = "Negative"
+    code = NEG
+    ints = True
+    doc = "-x; float or integer (integers wrap)."
+
+
+@register
+class Exp(_Unary):
+    type = "Exp"
+    code = EXP
+    doc = "exp(x), floating-point."
+
+
+@register
+class Log(_Unary):
+    type = "Log"
+    code = LOG
+    doc = "natural log, floating-point; log(0) = -inf, negative x gives NaN."
+
+
+@register
+class Erf(_Unary):
+    type = "Erf"
+    code = ERF
+    doc = "the Gauss error function, floating-point."
+
+
+@register
+class Sigmoid(_Unary):
+    type = "Sigmoid"
+    code = SIGMOID
+    doc = "1 / (1 + exp(-x)), floating-point."
+
+
+@register
+class Tanh(_Unary):
+    type = "Tanh"
+    code = TANH
+    doc = "tanh(x), floating-point."
