@@ -2,6 +2,12 @@
 
 y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c], with mean and (biased)
 variance over each (n, group) block of C/G channels x all spatial positions.
+
+Where OpenVINO's CPU plugin (2026.4, f32 inference) differs, irnorm follows the formula
+(pinned in tests/test_conformance_group_norm.py): the CPU's float32 mean is off by about an
+ulp of the mean, so a constant group does not give exactly the bias (irnorm does) and mean 1e4
+with std 1e-2 is off by > 5e-3 std (irnorm: < 1e-3); a bf16 GroupNormalization does not compile
+on CPU (irnorm runs it in float32 and rounds once).
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 y = x / sqrt(eps_mode(sum over axes of x^2, eps)), eps_mode add: s + eps, max: max(s, eps).
 Empty axes follow the spec at every rank: 0 where x == 0, 1 elsewhere (NaN stays NaN).
-OpenVINO's CPU plugin applies that rule only at ranks 2-4 and returns x/sqrt(x^2+eps)
-(about sign(x)) at ranks 1 and 5+.
+OpenVINO's CPU plugin (2026.4) applies that rule only at ranks 2-4: it returns
+x/sqrt(x^2+eps) (about sign(x)) at ranks 1 and 5, and values matching neither at rank 6.
+eps is kept as float32, as in OpenVINO (eps="1e39" acts as inf: all outputs 0).
+Pinned in tests/test_conformance_normalize_l2.py, with the CPU's float32 sum of squares
+overflowing at |x| ~ 1e20.
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ class NormalizeL2(Op):
     def build(self, ctx: NodeContext):
         from ..kernels import moments  # lazy: validate and --help never import numba
 
-        eps = float(np.float32(ctx.attrs["eps"]))
+        with np.errstate(over="ignore"):  # OpenVINO keeps eps as float32: 1e39 becomes inf (output 0), no warning
+            eps = float(np.float32(ctx.attrs["eps"]))
         mode = moments.L2_ADD if ctx.attrs["eps_mode"] == "add" else moments.L2_MAX
 
         def run(ins):
