@@ -158,22 +158,12 @@ def build_model(case: Case, shape=None):
 
 
 _EPS_MODE = re.compile(r'(<layer [^>]*type="NormalizeL2"[^>]*>\s*<data [^>]*eps_mode=")add(")')
-_EMPTY_CONST = re.compile(r'(<data element_type="i(?:64|32)" shape="0" offset="\d+" size=")1(")')
 
-# OpenVINO writes a 0-element Const as size="1" (one byte in the .bin), and its reader accepts any
-# size >= the needed bytes; irnorm/ir/weights.py insists on size == needed (IRN042).  Reported; until
-# it is fixed, write() rewrites that size to 0 so the empty-axes semantics stay tested, and
-# test_openvino_empty_const_loads pins the bug (strict xfail: remove the workaround with the marker).
-EMPTY_CONST_WORKAROUND = True
 
 
 def write(case: Case, tmp_path, compress: bool, shape=None):
     """save_model the case's model; for eps_mode max, patch the XML (the Python API cannot build it)."""
     xml = save(build_model(case, shape), tmp_path, "l2", compress_to_fp16=compress)
-    if EMPTY_CONST_WORKAROUND and not case.axes:
-        text, count = _EMPTY_CONST.subn(r"\g<1>0\2", xml.read_text())
-        assert count == 1
-        xml.write_text(text)
     if case.mode == "max":
         text, count = _EPS_MODE.subn(r"\1max\2", xml.read_text())
         assert count == 1
@@ -273,8 +263,6 @@ def test_all_zero_input_all_axes(tmp_path) -> None:
     np.testing.assert_array_equal(got, np.zeros((2, 3, 2), np.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="irnorm/ir/weights.py rejects OpenVINO's size=1 for a 0-element Const "
-                                        "(IRN042); OpenVINO accepts size >= needed")
 def test_openvino_empty_const_loads(tmp_path) -> None:
     """The empty axes Const exactly as save_model writes it (size="1") loads and runs."""
     case = Case("empty", (2, 3), (), 1e-10, "add", "f32", 4)
