@@ -13,6 +13,7 @@ OP_MODULES = (
     "trt_normalization",
     "scale",
     "elementwise",
+    "reduce",
 )
 
 

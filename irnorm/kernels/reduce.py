@@ -1,0 +1,114 @@
+"""Numba kernels for ReduceSum / ReduceMean / ReduceL2 / ReduceMax: one float64 accumulator per
+output element (sum, sum of squares, or maximum).
+
+The reduced axes are canonicalized with the moments engine's ``canonical_layout`` into an
+``(outer, reduce, inner)`` view (a transpose copy only when the axes cannot be made contiguous).
+Rows (inner == 1) accumulate in eight independent lanes so LLVM can vectorize; the strided case
+accumulates a block of inner positions at once.  Each output element is computed by one thread
+from start to end, so results do not depend on the thread count.  This is not a mean/variance
+kernel: normalization ops use ``irnorm.kernels.moments``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..ops.reduce import MAX, SUM, SUMSQ
+from .moments import canonical_layout, compute_dtype
+
+_LANES = 8
+_STRIDED_BLOCK = 512
+
+
+@njit(cache=True)
+def _row(code, row):
+    n = row.shape[0]
+    nb = n - n % _LANES
+    if code == MAX:
+        m = np.float64(row[0])
+        for i in range(n):
+            v = np.float64(row[i])
+            if v > m or v != v:
+                m = v
+                if v != v:
+                    break
+        return m
+    acc = np.zeros(_LANES, np.float64)
+    s = 0.0
+    if code == SUM:
+        for i in range(0, nb, _LANES):
+            for j in range(_LANES):
+                acc[j] += row[i + j]
+        for i in range(nb, n):
+            s += row[i]
+    else:
+        for i in range(0, nb, _LANES):
+            for j in range(_LANES):
+                v = np.float64(row[i + j])
+                acc[j] += v * v
+        for i in range(nb, n):
+            v = np.float64(row[i])
+            s += v * v
+    for j in range(_LANES):
+        s += acc[j]
+    return s
+
+
+@njit(parallel=True, cache=True)
+def reduce_rows(code, x, out):
+    """x: (outer, reduce) C-contiguous, reduce >= 1; out: float64 (outer,)."""
+    for o in prange(x.shape[0]):
+        out[o] = _row(code, x[o])
+
+
+@njit(parallel=True, cache=True)
+def reduce_strided(code, x, out, block):
+    """x: (outer, reduce, inner) C-contiguous, reduce >= 1; out: float64 (outer, inner)."""
+    outer, red, inner = x.shape
+    nblk = (inner + block - 1) // block
+    for task in prange(outer * nblk):
+        o = task // nblk
+        b0 = (task % nblk) * block
+        b1 = min(b0 + block, inner)
+        w = b1 - b0
+        acc = np.empty(w, np.float64)
+        x0 = x[o, 0]
+        for i in range(w):
+            v = np.float64(x0[b0 + i])
+            acc[i] = v * v if code == SUMSQ else v
+        for r in range(1, red):
+            xr = x[o, r]
+            if code == SUM:
+                for i in range(w):
+                    acc[i] += xr[b0 + i]
+            elif code == SUMSQ:
+                for i in range(w):
+                    v = np.float64(xr[b0 + i])
+                    acc[i] += v * v
+            else:
+                for i in range(w):
+                    v = np.float64(xr[b0 + i])
+                    a = acc[i]
+                    if v > a or (v != v and a == a):
+                        acc[i] = v
+        for i in range(w):
+            out[o, b0 + i] = acc[i]
+
+
+def reduce(code: int, x: np.ndarray, axes: list[int]) -> np.ndarray:
+    """Reduce float `x` over non-empty, sorted, unique `axes` (at least one element reduced);
+    returns the float64 accumulators in the keep_dims=False shape."""
+    out_shape = tuple(d for k, d in enumerate(x.shape) if k not in axes)
+    perm, outer, red, inner = canonical_layout(x.shape, axes)
+    cdt = compute_dtype(x.dtype)
+    xc = x.transpose(perm) if perm is not None else x
+    xc = np.ascontiguousarray(xc, dtype=cdt)
+    out = np.empty(outer * inner, np.float64)
+    if out.size == 0:
+        return out.reshape(out_shape)
+    if inner == 1:
+        reduce_rows(code, xc.reshape(outer, red), out)
+    else:
+        reduce_strided(code, xc.reshape(outer, red, inner), out.reshape(outer, inner), _STRIDED_BLOCK)
+    return out.reshape(out_shape)
