@@ -2,9 +2,10 @@
 
 ``x`` is viewed flat as ``(outer, K, inner)`` and coefficient ``k`` addresses the middle dim:
 uniform is K=1 (inner = everything), channel is K = x.shape[channel_axis], elementwise is
-K = prod(x.shape[channel_axis:]) with inner=1.  The flat array is cut into fixed-size chunks (one
-task each, so results do not depend on the thread count); inside a chunk ``k`` advances with
-counters instead of a division per element.
+K = prod(x.shape[channel_axis:]) with inner=1.  With inner > 1 the flat array is cut into
+fixed-size chunks (one parallel task each) and each chunk into runs of one coefficient; with
+inner == 1 each row of K elements meets the coefficient vectors directly.  Every element is
+computed the same way whatever the thread count.
 
 Arithmetic is float32, like TensorRT (x is read as float32, coefficients are float32 arrays); a
 mode flag gives fast paths for power == 1 (no pow) and power == 2 (a square).  With ``sat`` the
@@ -44,33 +45,68 @@ def _round_sat(v):
     return r
 
 
+@njit(cache=True, inline="always")
+def _span(x, out, i0, i1, a, b, p, pmode, sat):
+    """out[i] = (x[i] * a + b) ** p for i in [i0, i1), one coefficient triple: branches hoisted
+    out of the loops so that they vectorize."""
+    if sat:
+        for i in range(i0, i1):
+            v = np.float32(x[i]) * a + b
+            if pmode != POW_ONE:
+                v = _power(v, p)
+            out[i] = _round_sat(v)
+    elif pmode == POW_ONE or p == 1.0:
+        for i in range(i0, i1):
+            out[i] = np.float32(x[i]) * a + b
+    elif p == 2.0:
+        for i in range(i0, i1):
+            v = np.float32(x[i]) * a + b
+            out[i] = v * v
+    else:
+        for i in range(i0, i1):
+            out[i] = (np.float32(x[i]) * a + b) ** p
+
+
 @njit(parallel=True, cache=True)
-def scale_flat(x, out, scale, shift, power, k_count, inner, pmode, sat):
-    """x, out: 1-D C-contiguous of the same length; scale/shift/power: float32 (k_count,)."""
+def scale_segments(x, out, scale, shift, power, k_count, inner, pmode, sat):
+    """inner > 1: x, out 1-D (outer * k_count * inner); coefficient k is constant over runs of
+    `inner` elements.  Fixed chunks of the flat array are the parallel tasks."""
     n = x.shape[0]
     nchunk = (n + _CHUNK - 1) // _CHUNK
     for c in prange(nchunk):
-        i0 = c * _CHUNK
-        i1 = min(i0 + _CHUNK, n)
-        row = i0 // inner
-        k = row % k_count
-        j = i0 - row * inner
-        for i in range(i0, i1):
-            v = np.float32(x[i]) * scale[k] + shift[k]
-            if pmode == POW_TWO:
-                v = v * v
-            elif pmode == POW_ANY:
-                v = _power(v, power[k])
-            if sat:
-                out[i] = _round_sat(v)
-            else:
-                out[i] = v
-            j += 1
-            if j == inner:
-                j = 0
-                k += 1
-                if k == k_count:
-                    k = 0
+        i = c * _CHUNK
+        i1 = min(i + _CHUNK, n)
+        while i < i1:
+            row = i // inner
+            k = row % k_count
+            end = min((row + 1) * inner, i1)
+            _span(x, out, i, end, scale[k], shift[k], power[k], pmode, sat)
+            i = end
+
+
+@njit(parallel=True, cache=True)
+def scale_rows(x, out, scale, shift, power, pmode, sat):
+    """inner == 1: x, out (outer, K); coefficient k is the column."""
+    outer, k_count = x.shape
+    for o in prange(outer):
+        xr = x[o]
+        yr = out[o]
+        if sat:
+            for k in range(k_count):
+                v = np.float32(xr[k]) * scale[k] + shift[k]
+                if pmode != POW_ONE:
+                    v = _power(v, power[k])
+                yr[k] = _round_sat(v)
+        elif pmode == POW_ONE:
+            for k in range(k_count):
+                yr[k] = np.float32(xr[k]) * scale[k] + shift[k]
+        elif pmode == POW_TWO:
+            for k in range(k_count):
+                v = np.float32(xr[k]) * scale[k] + shift[k]
+                yr[k] = v * v
+        else:
+            for k in range(k_count):
+                yr[k] = _power(np.float32(xr[k]) * scale[k] + shift[k], power[k])
 
 
 def power_mode(power: np.ndarray) -> int:
@@ -91,6 +127,10 @@ def scale(x: np.ndarray, scale_c: np.ndarray, shift_c: np.ndarray, power_c: np.n
     sat = out_dtype == np.int8
     out = np.empty(xs.shape, np.int8 if sat else np.float32)
     if xs.size:
-        scale_flat(xs, out, scale_c, shift_c, power_c, max(k_count, 1), max(inner, 1), power_mode(power_c), sat)
+        pmode = power_mode(power_c)
+        if inner == 1 and k_count > 1:
+            scale_rows(xs.reshape(-1, k_count), out.reshape(-1, k_count), scale_c, shift_c, power_c, pmode, sat)
+        else:
+            scale_segments(xs, out, scale_c, shift_c, power_c, max(k_count, 1), max(inner, 1), pmode, sat)
     out = out.reshape(x.shape)
     return out if out.dtype == out_dtype else out.astype(out_dtype)
