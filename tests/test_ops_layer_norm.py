@@ -116,9 +116,6 @@ def test_stash_type_picks_the_statistics_type(tmp_path):
         np.testing.assert_allclose(out["inv_std_dev"].astype(np.float64), ri, rtol=tol)
 
 
-# The moments engine's serial kernels (numba's default "python" error model) raise ZeroDivisionError
-# for 1/sqrt(0) instead of giving inf; remove this marker once moments.py uses error_model="numpy".
-@pytest.mark.xfail(raises=ZeroDivisionError, strict=True, reason="moments: 1/sqrt(0) raises in serial kernels")
 def test_epsilon_zero_on_constant_rows_gives_nan(tmp_path):
     x = np.full((2, 8), 0.5, np.float32)
     x[1] = np.arange(8)

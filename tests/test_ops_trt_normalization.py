@@ -178,9 +178,6 @@ def test_compute_precision_is_accepted_and_never_lowers_precision(tmp_path):
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
-# The moments engine's serial kernels (numba's default "python" error model) raise ZeroDivisionError
-# for 1/sqrt(0) instead of giving inf; remove this marker once moments.py uses error_model="numpy".
-@pytest.mark.xfail(raises=ZeroDivisionError, strict=True, reason="moments: 1/sqrt(0) raises in serial kernels")
 def test_epsilon_zero_on_constant_instances(tmp_path):
     x = np.full((1, 2, 2, 2), 0.25, np.float32)
     x[0, 1] = [[1, 2], [3, 4]]
