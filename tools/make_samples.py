@@ -428,7 +428,13 @@ def write_readme(out: Path) -> None:
             f"| {_io_cell(outs)} | {dynamic} | {compressed} |"
         )
     text = README_HEAD + "\n".join(rows) + "\n" + README_TAIL
-    (out / "README.md").write_text(text, encoding="utf-8")
+    # Sections other generators append (tools/make_extension_samples.py) are kept.
+    path = out / "README.md"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    keep = old.find("\n## Extension operators")
+    if keep >= 0:
+        text = text.rstrip("\n") + "\n" + old[keep:]
+    path.write_text(text, encoding="utf-8")
 
 
 README_HEAD = """# irnorm samples
