@@ -249,6 +249,9 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
         click.echo(f"irnorm: {e}", err=True)
         sys.exit(EXIT_FAIL)
     report.model = model
+    if not (items or inputs_npz):
+        for i in report.inputs:
+            i["source"] = f"random (seed {seed})"
     if as_json:
         click.echo(report.to_json())
     else:

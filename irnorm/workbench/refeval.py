@@ -13,6 +13,7 @@ fails for any registered op without an entry.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -170,6 +171,13 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
     return run
 
 
+_erf_vec = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return _erf_vec(x) if x.size else np.asarray(x, np.float64)
+
+
 def _reduce(fn: Callable[..., np.ndarray]) -> RefFn:
     def run(c: RefCall) -> list[np.ndarray]:
         x = c.ins[0]
@@ -236,6 +244,8 @@ def _gather(c: RefCall) -> list[np.ndarray]:
 def _broadcast(c: RefCall) -> list[np.ndarray]:
     x, target = c.ins[0], _ints(c.ins[1])
     mode = _s(c.a("mode", "numpy"))
+    if mode == "none":  # Broadcast-1's spelling of explicit
+        mode = "explicit"
     if mode == "bidirectional":
         return [np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(target))).copy()]
     if mode == "explicit":
@@ -287,6 +297,12 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "SquaredDifference": _binary(lambda a, b: (a - b) * (a - b)),
     "Sqrt": _unary(np.sqrt),
     "Abs": _unary(np.abs),
+    "Negative": _unary(np.negative),
+    "Exp": _unary(np.exp),
+    "Log": _unary(np.log),
+    "Erf": _unary(lambda x: _erf(x)),
+    "Sigmoid": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
+    "Tanh": _unary(np.tanh),
     "ReduceMean": _reduce(np.mean),
     "ReduceSum": _reduce(np.sum),
     "ReduceMax": _reduce(np.max),

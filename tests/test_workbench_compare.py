@@ -1,0 +1,289 @@
+"""irnorm.compare / `irnorm compare`: find the first layer whose output diverges from OpenVINO's CPU
+plugin or from the float64 reference, on real divergences of OpenVINO 2026.4's CPU plugin:
+
+* NormalizeL2 with empty axes: the spec's rule (0 for zeros, 1 elsewhere) holds on CPU at ranks
+  2-4; at ranks 1 and 5 the plugin computes x / sqrt(x^2 + eps), about sign(x);
+* LRN-1 over axes [1, 2, 3]: the plugin computes the axes [2, 3] result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, SAMPLES, load_npz
+
+import irnorm
+from irnorm.cli import cli
+from irnorm.workbench import refeval
+from irnorm.workbench.compare import CompareReport, OpenVINOUnavailable
+from irnorm.workbench.stats import DEFAULT_TOLERANCES
+
+ov = pytest.importorskip("openvino")
+ops = pytest.importorskip("openvino.opset13")
+
+# OpenVINO writes a 0-element Const (the empty axes) with size="1"; irnorm/ir/weights.py wants
+# size == 0 (IRN042; reported, pinned by tests/test_conformance_normalize_l2.py).  Until that is
+# fixed the saved XML is patched; the divergence under test is unaffected.
+_EMPTY_CONST = re.compile(r'(<data element_type="i64" shape="0" offset="\d+" size=")1(")')
+
+
+def _save(model, path):
+    ov.save_model(model, str(path), compress_to_fp16=False)
+    path.write_text(_EMPTY_CONST.sub(r"\g<1>0\2", path.read_text()))
+    return path
+
+
+def _line_of(xml, name):
+    for i, line in enumerate(xml.read_text().splitlines(), 1):
+        if f'name="{name}"' in line and "<layer " in line:
+            return i
+    raise AssertionError(name)
+
+
+def l2_chain(tmp_path, rank=5, name="chain"):
+    """x -> GroupNormalization 'gn' -> NormalizeL2 'l2_empty' (axes []) -> NormalizeL2 'l2_c' (axes [1])."""
+    shape = [2, 4, 2, 3, 2, 2][:rank] if rank >= 2 else [7]
+    x = ops.parameter(shape, np.float32, name="x")
+    x.output(0).get_tensor().set_names({"x"})
+    src = x
+    if rank >= 2:
+        c = shape[1]
+        src = ops.group_normalization(x, ops.constant(np.linspace(0.5, 1.5, c).astype(np.float32)),
+                                      ops.constant(np.zeros(c, np.float32)), 2, 1e-5)
+        src.set_friendly_name("gn")
+    n = ops.normalize_l2(src, ops.constant(np.array([], np.int64)), 1e-6, "add")
+    n.set_friendly_name("l2_empty")
+    last = n
+    if rank >= 2:
+        last = ops.normalize_l2(n, ops.constant(np.array([1], np.int64)), 1e-6, "add")
+        last.set_friendly_name("l2_c")
+    last.output(0).get_tensor().set_names({"y"})
+    return _save(ov.Model([ops.result(last)], [x], name), tmp_path / f"{name}.xml")
+
+
+def lrn_model(tmp_path, axes, name="lrn"):
+    x = ops.parameter([1, 5, 4, 4], np.float32, name="x")
+    y = ops.lrn(x, ops.constant(np.array(axes, np.int64)), 0.5, 0.75, 1.0, 3)
+    y.set_friendly_name("lrn")
+    z = ops.normalize_l2(y, ops.constant(np.array([1], np.int64)), 1e-6, "add")
+    z.set_friendly_name("after")
+    return _save(ov.Model([ops.result(z)], [x], name), tmp_path / f"{name}.xml")
+
+
+def clean_model(tmp_path, compress=False, name="clean"):
+    x = ops.parameter([2, 6, 5, 5], np.float32, name="x")
+    rng = np.random.default_rng(7)
+    gn = ops.group_normalization(x, ops.constant(rng.uniform(0.5, 1.5, 6).astype(np.float32)),
+                                 ops.constant(rng.standard_normal(6).astype(np.float32)), 3, 1e-5)
+    gn.set_friendly_name("gn")
+    l2 = ops.normalize_l2(gn, ops.constant(np.array([1, 2], np.int64)), 1e-6, "add")
+    l2.set_friendly_name("l2")
+    path = tmp_path / f"{name}.xml"
+    ov.save_model(ov.Model([ops.result(l2)], [x], name), str(path), compress_to_fp16=compress)
+    return path
+
+
+# ---- the Python API -----------------------------------------------------------------------
+
+
+def test_empty_axes_normalize_l2_at_rank_5_is_found_and_named(tmp_path):
+    xml = l2_chain(tmp_path)
+    report = irnorm.compare(xml, against="openvino")
+    assert isinstance(report, CompareReport) and not report.ok
+    fd = report.first_divergence
+    assert (fd.name, fd.type, fd.version, fd.layer_id) == ("l2_empty", "NormalizeL2", "opset1", "5")
+    assert fd.line == _line_of(xml, "l2_empty")
+    assert [(r.name, r.status) for r in report.layers] == [("gn", "ok"), ("l2_empty", "diverged"),
+                                                           ("l2_c", "diverged")]
+    # irnorm follows the spec (1 for every nonzero x); the CPU plugin gives ~sign(x): -1 for x < 0
+    s = fd.stats
+    assert s.worst_got == 1.0 and s.worst_expected == pytest.approx(-1.0, abs=1e-3)
+    assert s.max_abs == pytest.approx(2.0, abs=1e-3) and 0 < s.mismatches < s.size
+    assert (s.rtol, s.atol) == DEFAULT_TOLERANCES["float32"]
+    assert report.layers[-1].output == "y"
+    d = json.loads(report.to_json())
+    assert d["first_divergence"]["name"] == "l2_empty" and d["diverged"] == 2 and d["ok"] is False
+    assert "first divergence: layer 5 'l2_empty' (NormalizeL2-opset1)" in report.summary()
+    assert f"{xml}:{fd.line}" in report.summary()
+
+
+def test_the_same_model_agrees_with_the_reference(tmp_path):
+    report = irnorm.compare(l2_chain(tmp_path), against="reference")
+    assert report.ok and report.first_divergence is None and report.skipped == []
+    assert [r.status for r in report.layers] == ["ok", "ok", "ok"]
+    assert "no divergence: 3 layer output(s) agree with irnorm's float64 reference" in report.summary()
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_empty_axes_cpu_deviation_is_exactly_ranks_1_and_5(tmp_path, rank):
+    report = irnorm.compare(l2_chain(tmp_path, rank), "openvino")
+    row = next(r for r in report.layers if r.name == "l2_empty")
+    assert (row.status == "diverged") == (rank in (1, 5)), row.stats.summary()
+    if rank in (1, 5):
+        assert report.first_divergence.name == "l2_empty"
+    else:
+        assert report.ok
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_lrn_over_axes_1_2_3_diverges_and_axes_2_3_does_not(tmp_path, precision):
+    bad = irnorm.compare(lrn_model(tmp_path, [1, 2, 3], "lrn123"), "openvino", openvino_precision=precision)
+    assert bad.first_divergence is not None and bad.first_divergence.name == "lrn"
+    assert bad.first_divergence.type == "LRN"
+    good = irnorm.compare(lrn_model(tmp_path, [2, 3], "lrn23"), "openvino", openvino_precision=precision)
+    assert good.ok, good.summary()
+    # the CPU's [1,2,3] result is the [2,3] one: irnorm's [2,3] output matches OpenVINO's [1,2,3] output
+    assert irnorm.compare(lrn_model(tmp_path, [1, 2, 3], "lrn123r"), "reference").ok
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_a_clean_model_reports_no_divergence(tmp_path, compress, precision):
+    xml = clean_model(tmp_path, compress)
+    report = irnorm.compare(xml, "openvino", openvino_precision=precision, seed=3)
+    assert report.ok, report.summary()
+    assert [r.name for r in report.layers] == ["gn", "l2"]
+    assert report.openvino_precision == precision
+    want = DEFAULT_TOLERANCES["bfloat16" if precision == "bf16" else "float32"]
+    assert all((r.stats.rtol, r.stats.atol) == want for r in report.layers)
+    assert irnorm.compare(xml, "reference").ok
+
+
+def test_given_inputs_explicit_tolerances_and_a_loaded_model(tmp_path):
+    m = irnorm.load(l2_chain(tmp_path))
+    x = np.abs(np.random.default_rng(0).standard_normal([2, 4, 2, 3, 2])).astype(np.float32) + 0.1
+    # positive inputs: GroupNorm outputs still have both signs, so l2_empty still diverges
+    report = irnorm.compare(m, "openvino", {"x": x}, rtol=0.0, atol=1e-3)
+    assert report.inputs == [{"name": "x", "shape": [2, 4, 2, 3, 2], "dtype": "float32", "source": "given"}]
+    assert report.first_divergence.name == "l2_empty"
+    assert all((r.stats.rtol, r.stats.atol) == (0.0, 1e-3) for r in report.layers)
+    huge = irnorm.compare(m, "openvino", {"x": x}, atol=10.0)
+    assert huge.ok  # a tolerance that covers |1 - (-1)| hides it: tolerances are honoured
+
+
+def test_a_divergence_against_the_reference_is_named(tmp_path, monkeypatch):
+    """A wrong kernel shows up as the first diverging layer: simulate one by skewing the oracle."""
+    xml = l2_chain(tmp_path)
+    real = refeval._BY_LOWER["groupnormalization"]
+    monkeypatch.setitem(refeval._BY_LOWER, "groupnormalization", lambda c: [real(c)[0] * 1.001])
+    report = irnorm.compare(xml, "reference")
+    assert report.first_divergence.name == "gn"
+    assert report.first_divergence.stats.max_rel == pytest.approx(1e-3, rel=1e-2)
+
+
+def test_a_layer_without_reference_is_reported_not_fatal(tmp_path, monkeypatch):
+    monkeypatch.delitem(refeval._BY_LOWER, "groupnormalization")
+    report = irnorm.compare(l2_chain(tmp_path), "reference")
+    gn = report.layers[0]
+    assert gn.status == "skipped"
+    assert gn.note == "no reference for GroupNormalization-12 (irnorm's output used downstream)"
+    assert [r.status for r in report.layers[1:]] == ["ok", "ok"]  # checked from irnorm's GN output
+    assert report.ok and "1 layer output(s) not compared" in report.summary()
+    assert "skipped: no reference for GroupNormalization-12" in report.table()
+
+
+def test_a_failing_reference_is_reported_not_fatal(tmp_path, monkeypatch):
+    def boom(c):
+        raise ValueError("cannot do this")
+
+    monkeypatch.setitem(refeval._BY_LOWER, "normalizel2", boom)
+    report = irnorm.compare(l2_chain(tmp_path), "reference")
+    notes = [r.note for r in report.layers]
+    assert notes[1] == "reference failed: ValueError: cannot do this (irnorm's output used downstream)"
+    assert [r.status for r in report.layers] == ["ok", "skipped", "skipped"]
+
+
+def test_openvino_missing_gives_a_clear_error(tmp_path, monkeypatch):
+    xml = l2_chain(tmp_path)
+    monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` now raises ImportError
+    with pytest.raises(OpenVINOUnavailable, match=r"openvino package is not installed.*pip install openvino"):
+        irnorm.compare(xml, "openvino")
+    assert irnorm.compare(xml, "reference").ok  # the reference needs no OpenVINO
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--against", "openvino"])
+    assert res.exit_code == 1
+    assert "openvino package is not installed" in res.output and "Traceback" not in res.output
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="against must be one of openvino, reference"):
+        irnorm.compare(SAMPLES / "ir" / "gn_l2_chain.xml", "onnxruntime")
+    with pytest.raises(ValueError, match="openvino_precision must be one of f32, bf16, f16"):
+        irnorm.compare(SAMPLES / "ir" / "gn_l2_chain.xml", openvino_precision="f64")
+
+
+def test_openvino_failure_is_reported(tmp_path):
+    """irnorm's extension layers are not OpenVINO ops: OpenVINO cannot read them, said plainly."""
+    res = CliRunner().invoke(cli, ["compare", str(SAMPLES / "ir" / "layer_norm_ext.xml")])
+    assert res.exit_code == 1 and "OpenVINO cannot read" in res.output
+
+
+def test_samples_agree_with_openvino_layer_by_layer():
+    for name in ("gn_l2_chain", "group_norm_f16", "normalize_l2_max", "layer_norm_mvn"):
+        xml = SAMPLES / "ir" / f"{name}.xml"
+        m = irnorm.load(xml)
+        report = irnorm.compare(m, "openvino", load_npz(SAMPLES / "data" / f"{name}.inputs.npz"))
+        assert report.ok and report.skipped == [], (name, report.summary())
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+
+def test_cli_compare_names_the_layer_and_exits_1(tmp_path):
+    xml = l2_chain(tmp_path)
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--against", "openvino"])
+    assert res.exit_code == 1, res.output
+    out = res.output
+    assert "against OpenVINO CPU (inference precision f32)" in out
+    assert f"first divergence: layer 5 'l2_empty' (NormalizeL2-opset1), output 0 at {xml}:" in out
+    table = out[out.index("#  id"):]
+    assert re.search(r"^3 +3 +GroupNormalization +gn .* OK$", table, re.M)
+    assert re.search(r"^5 +5 +NormalizeL2 +l2_empty .* DIVERGED$", table, re.M)
+    assert "\x1b[" not in out  # not a terminal: no colour
+
+
+def test_cli_compare_json_quiet_reference_and_precision(tmp_path):
+    xml = l2_chain(tmp_path)
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--json", "--openvino-precision", "bf16"])
+    assert res.exit_code == 1
+    d = json.loads(res.stdout)
+    assert d["first_divergence"]["name"] == "l2_empty" and d["openvino_precision"] == "bf16"
+    assert [r["status"] for r in d["layers"]] == ["ok", "diverged", "diverged"]
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--against", "reference", "-q"])
+    assert res.exit_code == 0 and res.output.strip().startswith("no divergence")
+    assert len(res.output.strip().splitlines()) == 1
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--rtol", "0", "--atol", "3"])
+    assert res.exit_code == 0, res.output
+
+
+def test_cli_compare_usage_errors_exit_2(tmp_path):
+    xml = str(l2_chain(tmp_path))
+    for args in (["--against", "tensorrt"], ["--openvino-precision", "f64"], ["--atol", "-1"],
+                 ["--value-range", "x=3,1"], ["--value-range", "nope=0,1"]):
+        res = CliRunner().invoke(cli, ["compare", xml, *args])
+        assert res.exit_code == 2, (args, res.output)
+
+
+def test_cli_value_range_and_seed_reach_the_inputs(tmp_path):
+    xml = l2_chain(tmp_path)
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--json", "--value-range", "x=0.5,2", "--seed", "4",
+                                   "--against", "reference"])
+    d = json.loads(res.stdout)
+    assert d["inputs"][0]["source"] == "random (seed 4)" and res.exit_code == 0
+
+
+def test_subprocess_python_m_irnorm_compare(tmp_path):
+    xml = l2_chain(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "irnorm", "compare", str(xml), "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["first_divergence"]["type"] == "NormalizeL2" and d["first_divergence"]["name"] == "l2_empty"
+    proc = subprocess.run([sys.executable, "-m", "irnorm", "compare", str(xml), "--against", "reference"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0 and "no divergence" in proc.stdout
