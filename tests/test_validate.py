@@ -772,3 +772,34 @@ def test_every_code_used_here_is_documented():
     src = Path(__file__).read_text()
     for code in set(re.findall(r'"(IRN\d{3})"', src)):
         assert code in irnorm.CODES, code
+
+
+# ---- regressions found by fuzzing --------------------------------------------------
+
+
+def test_const_with_dynamic_rank_shape_is_reported(tmp_path):
+    """shape="..." parses to None (dynamic rank): a legal value, not a parse failure, so the
+    rule must run and refuse it (it used to be skipped silently, and load() crashed)."""
+    m = Mut(tmp_path, GN).sub('<data element_type="f32" shape="8" offset="0"', '<data element_type="f32" shape="..." '
+                                                                              'offset="0"')
+    d = only_error(m.check(), "IRN043")
+    assert "Const shape must be static, got '...'" in d.message and d.layer_name == "gn_scale"
+
+
+def test_parameter_with_dynamic_rank_is_reported(tmp_path):
+    m = Mut(tmp_path, GN).sub('shape="2,8,5,5"', 'shape="..."')
+    d = errors(m.check())[0]
+    assert d.code == "IRN032" and "dynamic-rank inputs" in d.message and d.layer_name == "x"
+    with pytest.raises(irnorm.ValidationError):
+        irnorm.load(m.path)
+
+
+@pytest.mark.parametrize("attr", ["type", "version"])
+def test_empty_type_or_version(tmp_path, attr):
+    m = Mut(tmp_path, L2).sub('name="l2_axes" type="Const" version="opset1"',
+                              {"type": 'name="l2_axes" type="" version="opset1"',
+                               "version": 'name="l2_axes" type="Const" version=" "'}[attr])
+    d = only_error(m.check(), "IRN010")
+    assert f"layer attribute '{attr}' is empty" in d.message and d.layer_name == "l2_axes"
+    with pytest.raises(irnorm.ValidationError):
+        irnorm.load(m.path)

@@ -34,6 +34,7 @@ class Node:
     outputs: list[TensorInfo | None] = field(default_factory=list)
     ok: bool = True  # rule checks passed
     arity_ok: bool = True  # port counts fit the op (its rule is not run otherwise)
+    attrs_ok: bool = True  # every attribute parsed and passed its check (None is a legal value)
 
     @property
     def label(self) -> str:
@@ -79,6 +80,7 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
     ops: list[Op | None] = []
     attrs: list[dict[str, Any]] = []
     bad_arity: set[int] = set()
+    bad_attrs: set[int] = set()
     for li, lay in enumerate(layers):
         cls = lookup(lay.type, lay.version) if lay.type and lay.version else None
         if cls is None and lay.type and lay.version:
@@ -87,7 +89,10 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
             diags.append(_diag(doc, lay, "IRN012", f"unsupported operation {lay.type} in opset '{lay.version}'{hint}"))
         op = cls() if cls else None
         ops.append(op)
+        n_before = len(diags)
         attrs.append(_parse_attrs(doc, lay, op, diags) if op else {})
+        if any(d.code != "IRN022" for d in diags[n_before:]):  # a value is missing or unusable
+            bad_attrs.add(li)
         if op is not None:
             lo, hi = op.inputs
             if not lo <= len(lay.inputs) <= hi:
@@ -170,7 +175,8 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
     nodes: list[Node] = []
     for k, li in enumerate(order):
         srcs = [(pos[s[0]], s[1]) if s is not None else None for s in sources[li]]
-        nodes.append(Node(k, layers[li], ops[li], attrs[li], srcs, arity_ok=li not in bad_arity))
+        nodes.append(Node(k, layers[li], ops[li], attrs[li], srcs, arity_ok=li not in bad_arity,
+                          attrs_ok=li not in bad_attrs))
 
     weights_failed = False
     if weights is not None and any(n.op is not None and n.op.type == "Const" for n in nodes):
@@ -192,6 +198,13 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
 
     parameters = [pos[i] for i, lay in enumerate(layers) if ops[i] is not None and ops[i].type == "Parameter"]
     results = [pos[i] for i, lay in enumerate(layers) if ops[i] is not None and ops[i].type == "Result"]
+    if not any(d.severity == "error" for d in diags):
+        # Every skipped rule must have been explained by an error; if not, say so rather than
+        # hand an unchecked graph to the runtime.
+        for n in nodes:
+            if not n.ok:
+                diags.append(_diag(doc, n.layer, "IRN032", "the layer's shape and type could not be checked"))
+                break
     if not results:
         diags.append(Diagnostic("IRN018", "the model has no Result layer", file=doc.path))
     else:  # without a Result every layer would be "dangling": say it once (above), not per layer
@@ -238,7 +251,7 @@ def _infer_all(doc: IRDocument, nodes: list[Node], weights: Weights | None, diag
     for node in nodes:
         lay = node.layer
         node.outputs = [None] * len(lay.outputs)
-        if node.op is None or not node.arity_ok or any(v is None for v in node.attrs.values()):
+        if node.op is None or not node.arity_ok or not node.attrs_ok:
             node.ok = False
             continue
         if weights_failed and node.op.type == "Const":  # already reported (IRN040); no value to give

@@ -264,7 +264,9 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
     for key in ("id", "type", "version"):
         if el.get(key) is None:
             diags.append(Diagnostic("IRN010", f"layer is missing mandatory attribute '{key}'", **where))
-    if lid is not None and not _UINT_RE.match(lid.strip()):
+        elif not el.get(key).strip():
+            diags.append(Diagnostic("IRN010", f"layer attribute '{key}' is empty", **where))
+    if lid is not None and lid.strip() and not _UINT_RE.match(lid.strip()):
         diags.append(Diagnostic("IRN010", f"layer id {lid!r} is not a non-negative integer", **where))
     data_el = el.find("data")
     data = dict(data_el.attrib) if data_el is not None else {}
