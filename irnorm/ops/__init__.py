@@ -17,6 +17,7 @@ OP_MODULES = (
     "scale",
     "elementwise",
     "reduce",
+    "shape_ops",
 )
 
 

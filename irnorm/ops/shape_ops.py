@@ -1,0 +1,636 @@
+"""Shape plumbing: ShapeOf-1/-3, Gather-1/-7/-8, Concat-1, Reshape-1, Squeeze-1/-15, Unsqueeze-1,
+Broadcast-1/-3.
+
+These ops move data without arithmetic.  When their inputs are constant (or, for ShapeOf, when the
+input shape is fully static) ``infer`` computes the value with numpy, so shape subgraphs fold at
+load time; in a dynamic-shape model they are re-inferred with the concrete shapes before each run,
+so values keep flowing down ShapeOf -> Gather -> Concat -> Reshape chains, and their kernels compute
+from the concrete arrays.  Kernels return fresh arrays (never views of their inputs).
+
+Semantics follow OpenVINO 2026.4's reference implementation and shape inference:
+
+* Gather: indices in [-n, n-1] select (negative ones count from the end, in every version, as the
+  reference does; the CPU plugin returns 0 for negative indices in Gather-1/-7); indices outside
+  that range give zeros.  ``batch_dims`` may be negative (``+ rank(indices)``) and must not exceed
+  the axis.
+* Reshape: ``special_zero`` copies the input dim at the same index; one -1 is inferred.  For
+  zero-element tensors a -1 whose co-factor is 0 becomes 1 (as OpenVINO does).
+* Squeeze-1 (2024.3+ semantics, also Squeeze-15): an axis whose dim is not 1 is skipped; an axis on
+  a dynamic dim is removed and must be 1 at run time.  Without axes (or with empty axes) every
+  size-1 dim is removed, and a dynamic dim makes the output rank dynamic.  Squeeze-15 with
+  ``allow_axis_skip=true`` makes the rank dynamic when an axis points to a dynamic dim.
+* Unsqueeze: repeated axes count once; empty axes are an error (as in OpenVINO).
+* Broadcast: numpy (target rank >= data rank; data dims 1 or equal), bidirectional (numpy rule both
+  ways), explicit (``axes_mapping``: one increasing output axis per data dim).  Broadcast-1 spells
+  explicit ``none``; OpenVINO writes a scalar u8 ``axes_mapping`` in numpy mode, which is ignored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.attrs import Attr, AttrError, AttrSchema, enum, optional, parse_bool, parse_int
+from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES
+from .base import Kernel, NodeContext, Op, RuleError, TensorInfo, fail, fmt_shape, normalize_axes, register, same_dim
+from .elementwise import broadcast_shape, runtime_error
+
+
+def _prod(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def _int_tensor(ctx: NodeContext, i: int, what: str, ranks: tuple[int, ...] = (0, 1)) -> TensorInfo:
+    info = ctx.inputs[i]
+    if info.dtype not in INT_TYPES:
+        raise fail("IRN033", f"{what} must be an integer tensor, got {info.dtype}")
+    if info.shape is not None and len(info.shape) not in ranks:
+        want = " or ".join({0: "a scalar", 1: "1-D", 2: "2-D"}.get(r, f"rank {r}") for r in ranks)
+        raise fail("IRN032", f"{what} must be {want}, got {fmt_shape(info.shape)}")
+    return info
+
+
+def _values(info: TensorInfo) -> list[int] | None:
+    return None if info.value is None else [int(v) for v in np.asarray(info.value).reshape(-1)]
+
+
+def _fresh(x: np.ndarray) -> np.ndarray:
+    return np.array(x, copy=True)
+
+
+def _checked(layer, fn, *args):
+    """Run a shape rule at run time; a violation becomes an IRN064 InputError at the layer."""
+    try:
+        return fn(*args)
+    except RuleError as e:
+        raise runtime_error(layer, e.message) from None
+
+
+# ---- ShapeOf -------------------------------------------------------------------------------
+
+
+class _ShapeOfBase(Op):
+    inputs = (1, 1)
+
+    def _out_type(self, ctx: NodeContext) -> str:
+        return "i64"
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        t = self._out_type(ctx)
+        if x.shape is None:
+            return [TensorInfo((-1,), t)]
+        out = TensorInfo((len(x.shape),), t)
+        if x.is_static:
+            out.value = np.array(x.shape, ELEMENT_TYPES[t]).reshape(len(x.shape))
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        dt = ELEMENT_TYPES[self._out_type(ctx)]
+
+        def run(ins):
+            return [np.array(ins[0].shape, dt).reshape(ins[0].ndim)]
+
+        return run
+
+
+@register
+class ShapeOf1(_ShapeOfBase):
+    type = "ShapeOf"
+    version = 1
+    opsets = (1, 2)
+    doc = "the input's shape as a 1-D i64 tensor; folded to a constant when the input shape is static."
+
+
+@register
+class ShapeOf3(_ShapeOfBase):
+    type = "ShapeOf"
+    version = 3
+    opsets = (3, None)
+    schema = AttrSchema([optional("output_type", enum("i64", "i32", case_insensitive=False), "i64",
+                                  doc="i64 (default) or i32")])
+    doc = "the input's shape as a 1-D tensor of `output_type` (i64 default, or i32); folded when static."
+
+    def _out_type(self, ctx: NodeContext) -> str:
+        return ctx.attrs["output_type"]
+
+
+# ---- Gather --------------------------------------------------------------------------------
+
+
+def gather_shape(data: tuple[int, ...], idx: tuple[int, ...], axis: int, batch_dims: int) -> tuple[int, ...]:
+    return tuple(data[:axis]) + tuple(idx[batch_dims:]) + tuple(data[axis + 1:])
+
+
+def gather(data: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int) -> np.ndarray:
+    """Gather with batch dims; negative indices count from the end, out-of-range ones give 0."""
+    b = batch_dims
+    out_shape = gather_shape(data.shape, idx.shape, axis, b)
+    n = data.shape[axis]
+    ix = np.asarray(idx).astype(np.int64)
+    ix = np.where(ix < 0, ix + n, ix)
+    valid = (ix >= 0) & (ix < n)
+    if n == 0 or not valid.any():
+        return np.zeros(out_shape, data.dtype)
+    safe = np.where(valid, ix, 0)
+    nb, pre, post = _prod(data.shape[:b]), _prod(data.shape[b:axis]), _prod(data.shape[axis + 1:])
+    k = _prod(idx.shape[b:])
+    d4 = data.reshape(nb, pre, n, post)
+    i2 = safe.reshape(nb, k)
+    out = d4[np.arange(nb)[:, None, None], np.arange(pre)[None, :, None], i2[:, None, :]]
+    if not valid.all():
+        out = np.where(valid.reshape(nb, 1, k, 1), out, np.zeros((), data.dtype))
+    return np.ascontiguousarray(out).reshape(out_shape)
+
+
+class _GatherBase(Op):
+    inputs = (3, 3)
+
+    def _batch_dims(self, ctx: NodeContext) -> int:
+        return 0
+
+    def _params(self, ctx: NodeContext, data: tuple[int, ...], idx: tuple[int, ...], axis_raw: int
+                ) -> tuple[int, int]:
+        r, q = len(data), len(idx)
+        (axis,) = normalize_axes([axis_raw], r, "axis") if r else (None,)
+        if axis is None:
+            raise fail("IRN032", "data must have rank >= 1 to gather from")
+        b = self._batch_dims(ctx)
+        b_raw = b
+        if b < 0:
+            b += q
+        if not 0 <= b <= min(r, q):
+            raise fail("IRN032", f"batch_dims={b_raw} is out of range for data rank {r} and indices rank {q} "
+                                 f"(allowed [{-min(r, q)}, {min(r, q)}])")
+        if b > axis:
+            raise fail("IRN032", f"batch_dims={b_raw} must not exceed the axis ({axis})")
+        for i in range(b):
+            if not same_dim(data[i], idx[i]):
+                raise fail("IRN032", f"batch dim {i} differs: data {fmt_shape(data)} has {data[i]}, indices "
+                                     f"{fmt_shape(idx)} have {idx[i]}")
+        return axis, b
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        data, idx = ctx.inputs[0], _int_tensor(ctx, 1, "indices", ranks=tuple(range(64)))
+        axis_info = _int_tensor(ctx, 2, "axis")
+        if axis_info.shape is not None and _prod(axis_info.shape) != 1:
+            raise fail("IRN032", f"axis must hold one value, got shape {fmt_shape(axis_info.shape)}")
+        axis_raw = int(ctx.const(2, "axis").reshape(-1)[0])
+        if data.shape is None or idx.shape is None:
+            return [TensorInfo(None, data.dtype)]
+        axis, b = self._params(ctx, data.shape, idx.shape, axis_raw)
+        out = TensorInfo(gather_shape(data.shape, idx.shape, axis, b), data.dtype)
+        if data.value is not None and idx.value is not None:
+            out.value = gather(data.value, idx.value, axis, b)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+
+        def run(ins):
+            data, idx, ax = ins
+            axis, b = _checked(layer, self._params, ctx, data.shape, idx.shape, int(np.asarray(ax).reshape(-1)[0]))
+            return [gather(data, idx, axis, b)]
+
+        return run
+
+
+_GATHER_DOC = ("data, indices (integer), axis (constant scalar or [1]); output data.shape[:axis] + "
+               "indices.shape[batch_dims:] + data.shape[axis+1:]; negative indices count from the end; "
+               "out-of-range indices give 0.")
+
+
+@register
+class Gather1(_GatherBase):
+    type = "Gather"
+    version = 1
+    opsets = (1, 6)
+    doc = _GATHER_DOC + " (The CPU plugin returns 0 for negative indices; irnorm follows the reference.)"
+
+
+@register
+class Gather7(_GatherBase):
+    type = "Gather"
+    version = 7
+    opsets = (7, 7)
+    schema = AttrSchema([optional("batch_dims", parse_int, 0, doc="leading dims shared by data and indices")])
+    doc = _GATHER_DOC + " batch_dims (default 0, negative counts from the indices rank)."
+
+    def _batch_dims(self, ctx: NodeContext) -> int:
+        return ctx.attrs["batch_dims"]
+
+
+@register
+class Gather8(Gather7):
+    type = "Gather"
+    version = 8
+    opsets = (8, None)
+
+
+# ---- Concat --------------------------------------------------------------------------------
+
+
+def concat_shape(shapes: list[tuple[int, ...]], axis_raw: int) -> tuple[tuple[int, ...], int]:
+    r = len(shapes[0])
+    if r == 0:
+        raise fail("IRN032", "Concat inputs must have rank >= 1, got scalars")
+    for k, s in enumerate(shapes):
+        if len(s) != r:
+            raise fail("IRN032", f"input {k} has rank {len(s)} {fmt_shape(s)}, input 0 has rank {r} "
+                                 f"{fmt_shape(shapes[0])}")
+    (axis,) = normalize_axes([axis_raw], r, "axis")
+    out = list(shapes[0])
+    for k, s in enumerate(shapes[1:], start=1):
+        for d in range(r):
+            if d == axis:
+                continue
+            if not same_dim(out[d], s[d]):
+                raise fail("IRN032", f"input {k} {fmt_shape(s)} differs from input 0 {fmt_shape(shapes[0])} in "
+                                     f"dim {d} ({s[d]} vs {out[d]}); only the concat axis {axis} may differ")
+            out[d] = out[d] if out[d] != -1 else s[d]
+    dims = [s[axis] for s in shapes]
+    out[axis] = -1 if any(d == -1 for d in dims) else sum(dims)
+    return tuple(out), axis
+
+
+@register
+class Concat(Op):
+    type = "Concat"
+    version = 1
+    opsets = (1, None)
+    schema = AttrSchema([Attr("axis", parse_int, doc="negative counts from the back")])
+    inputs = (1, 1 << 16)
+    doc = "joins its inputs (same element type and rank; other dims equal) along `axis`."
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        t = ctx.inputs[0].dtype
+        for k, info in enumerate(ctx.inputs[1:], start=1):
+            if info.dtype != t:
+                raise fail("IRN033", f"input {k} has element type {info.dtype}, input 0 has {t}")
+        if any(i.shape is None for i in ctx.inputs):
+            return [TensorInfo(None, t)]
+        shape, axis = concat_shape([i.shape for i in ctx.inputs], ctx.attrs["axis"])
+        out = TensorInfo(shape, t)
+        if all(i.value is not None for i in ctx.inputs):
+            out.value = np.concatenate([i.value for i in ctx.inputs], axis=axis)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+        axis_raw = ctx.attrs["axis"]
+
+        def run(ins):
+            _, axis = _checked(layer, concat_shape, [a.shape for a in ins], axis_raw)
+            return [np.concatenate(ins, axis=axis)]
+
+        return run
+
+
+# ---- Reshape -------------------------------------------------------------------------------
+
+
+def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int], special_zero: bool) -> tuple[int, ...]:
+    """OpenVINO's Reshape-1 rule; -1 in `in_shape` marks dynamic dims (then the result may keep -1)."""
+    out: list[int] = []
+    minus = None
+    copied: set[int] = set()
+    for i, v in enumerate(pattern):
+        if v == -1:
+            if minus is not None:
+                raise fail("IRN032", f"target shape {pattern} has more than one -1")
+            minus = i
+            out.append(-1)
+        elif v < -1:
+            raise fail("IRN032", f"target shape {pattern}: value {v} at index {i} is invalid (must be >= -1)")
+        elif v == 0 and special_zero:
+            if in_shape is not None and i >= len(in_shape):
+                raise fail("IRN032", f"target shape {pattern}: 0 at index {i} copies input dim {i} (special_zero), "
+                                     f"but the input {fmt_shape(in_shape)} has rank {len(in_shape)}")
+            out.append(in_shape[i] if in_shape is not None else -1)
+            copied.add(i)
+        else:
+            out.append(v)
+    if in_shape is None:
+        return tuple(out)
+    in_rest = [d for k, d in enumerate(in_shape) if k not in copied]
+    out_rest = [d for k, d in enumerate(out) if k not in copied and k != minus]
+    if any(d == -1 for d in in_rest) or any(d == -1 for d in out_rest):
+        return tuple(out)  # dynamic: checked again with the concrete shape at run time
+    ni, no = _prod(in_rest), _prod(out_rest)
+    if minus is not None:
+        if no == 0:
+            if ni != 0:
+                raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to "
+                                     f"{pattern}: the dims other than -1 multiply to 0")
+            out[minus] = 1
+        elif ni % no:
+            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to {pattern}: "
+                                 f"{ni} is not divisible by {no}, so the -1 at index {minus} has no integer size")
+        else:
+            out[minus] = ni // no
+    elif ni != no:
+        raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to "
+                             f"{fmt_shape(out)} ({_prod(out)} elements)")
+    return tuple(out)
+
+
+@register
+class Reshape(Op):
+    type = "Reshape"
+    version = 1
+    opsets = (1, None)
+    schema = AttrSchema([Attr("special_zero", parse_bool, doc="0 in the target copies the input dim")])
+    inputs = (2, 2)
+    doc = ("data, target shape (1-D integer; one -1 is inferred; with special_zero a 0 copies the input dim); "
+           "element counts must match.")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        target = _int_tensor(ctx, 1, "target shape", ranks=(1,))
+        pattern = _values(target)
+        sz = ctx.attrs["special_zero"]
+        if pattern is None:
+            if target.shape is None or target.shape[0] == -1:
+                return [TensorInfo(None, x.dtype)]
+            return [TensorInfo((-1,) * target.shape[0], x.dtype)]
+        out = TensorInfo(reshape_shape(x.shape, pattern, sz), x.dtype)
+        if x.value is not None:
+            out.value = x.value.reshape(out.shape)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+        sz = ctx.attrs["special_zero"]
+
+        def run(ins):
+            x, target = ins
+            shape = _checked(layer, reshape_shape, x.shape, [int(v) for v in target.reshape(-1)], sz)
+            return [_fresh(x).reshape(shape)]
+
+        return run
+
+
+# ---- Squeeze / Unsqueeze -------------------------------------------------------------------
+
+
+def squeeze_shape(shape: tuple[int, ...], axes: list[int] | None, skip_dynamic: bool) -> tuple[int, ...] | None:
+    """Output shape (None = dynamic rank).  axes None or empty: remove every 1."""
+    if not axes:
+        if any(d == -1 for d in shape):
+            return None
+        return tuple(d for d in shape if d != 1)
+    if skip_dynamic and any(shape[a] == -1 for a in axes):
+        return None
+    return tuple(d for k, d in enumerate(shape) if not (k in axes and d in (1, -1)))
+
+
+class _SqueezeBase(Op):
+    inputs = (1, 2)
+
+    def _skip(self, ctx: NodeContext) -> bool:
+        return False
+
+    def _axes(self, ctx: NodeContext, rank: int) -> list[int] | None:
+        if len(ctx.inputs) < 2:
+            return None
+        _int_tensor(ctx, 1, "axes")
+        raw = [int(a) for a in ctx.const(1, "axes").reshape(-1)]
+        return sorted(set(normalize_axes(raw, rank, "axes")))
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        if x.shape is None:
+            if len(ctx.inputs) > 1:
+                ctx.const(1, "axes")
+            return [TensorInfo(None, x.dtype)]
+        axes = self._axes(ctx, len(x.shape))
+        out = TensorInfo(squeeze_shape(x.shape, axes, self._skip(ctx)), x.dtype)
+        if x.value is not None and out.shape is not None:
+            out.value = x.value.reshape(out.shape)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+        load_shape = ctx.inputs[0].shape
+        skip = self._skip(ctx)
+        axes_known = len(ctx.inputs) > 1
+
+        def run(ins):
+            x = ins[0]
+            axes = None
+            if axes_known:
+                axes = sorted(set(_checked(layer, normalize_axes, [int(a) for a in ins[1].reshape(-1)], x.ndim,
+                                           "axes")))
+                if not skip and load_shape is not None:
+                    for a in axes:
+                        if load_shape[a] == -1 and x.shape[a] != 1:
+                            raise runtime_error(layer, f"axis {a} (dynamic when loaded, so squeezed) has size "
+                                                       f"{x.shape[a]}, not 1, in the input {list(x.shape)}")
+            return [_fresh(x).reshape(squeeze_shape(x.shape, axes, False))]
+
+        return run
+
+
+_SQUEEZE_DOC = ("data, optional axes (constant scalar or 1-D integer): removes the size-1 dims named by axes "
+                "(dims that are not 1 are skipped; a dynamic dim is removed and must be 1 at run time), or every "
+                "size-1 dim without axes (a dynamic dim then makes the rank dynamic).")
+
+
+@register
+class Squeeze1(_SqueezeBase):
+    type = "Squeeze"
+    version = 1
+    opsets = (1, 14)
+    doc = _SQUEEZE_DOC
+
+
+@register
+class Squeeze15(_SqueezeBase):
+    type = "Squeeze"
+    version = 15
+    opsets = (15, None)
+    schema = AttrSchema([optional("allow_axis_skip", parse_bool, False,
+                                  doc="true: an axis on a dynamic dim makes the output rank dynamic")])
+    doc = _SQUEEZE_DOC + " allow_axis_skip=true: an axis on a dynamic dim makes the rank dynamic."
+
+    def _skip(self, ctx: NodeContext) -> bool:
+        return bool(ctx.attrs["allow_axis_skip"])
+
+
+def unsqueeze_shape(shape: tuple[int, ...], raw: list[int]) -> tuple[int, ...]:
+    if not raw:
+        raise fail("IRN032", "axes is empty; Unsqueeze needs at least one axis")
+    out_rank = len(shape) + len(set(raw))
+    axes = sorted(set(normalize_axes(raw, out_rank, "axes")))
+    out_rank = len(shape) + len(axes)
+    if axes[-1] >= out_rank:
+        raise fail("IRN032", f"axes {raw} point past the output rank {out_rank}")
+    it = iter(shape)
+    return tuple(1 if k in axes else next(it) for k in range(out_rank))
+
+
+@register
+class Unsqueeze(Op):
+    type = "Unsqueeze"
+    version = 1
+    opsets = (1, None)
+    inputs = (2, 2)
+    doc = ("data, axes (constant scalar or 1-D integer, non-empty, in [-r', r'-1] for the output rank r'): inserts "
+           "size-1 dims; repeated axes count once.")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        _int_tensor(ctx, 1, "axes")
+        raw = [int(a) for a in ctx.const(1, "axes").reshape(-1)]
+        if x.shape is None:
+            return [TensorInfo(None, x.dtype)]
+        out = TensorInfo(unsqueeze_shape(x.shape, raw), x.dtype)
+        if x.value is not None:
+            out.value = x.value.reshape(out.shape)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+
+        def run(ins):
+            x, axes = ins
+            return [_fresh(x).reshape(_checked(layer, unsqueeze_shape, x.shape, [int(a) for a in axes.reshape(-1)]))]
+
+        return run
+
+
+# ---- Broadcast -----------------------------------------------------------------------------
+
+
+def _mode1(text: str) -> str:
+    t = text.strip().lower()
+    if t == "numpy":
+        return "numpy"
+    if t in ("none", "explicit"):
+        return "explicit"
+    if t == "pdpd":
+        raise AttrError("'pdpd' broadcasting is not supported by irnorm", code="IRN023")
+    raise AttrError(f"'{text}' is not one of numpy, none (explicit)")
+
+
+def _mode3(text: str) -> str:
+    t = text.strip().lower()
+    if t in ("numpy", "explicit", "bidirectional"):
+        return t
+    if t == "pdpd":
+        raise AttrError("'pdpd' broadcasting is not supported by irnorm", code="IRN023")
+    raise AttrError(f"'{text}' is not one of numpy, explicit, bidirectional")
+
+
+def broadcast_target_shape(data: tuple[int, ...], target: list[int], mode: str, mapping: list[int] | None
+                           ) -> tuple[int, ...]:
+    """Output shape of Broadcast; data dims may be -1."""
+    for k, t in enumerate(target):
+        if t < 0:
+            raise fail("IRN032", f"target_shape {target} has a negative value at index {k}")
+    r, n = len(data), len(target)
+    if mode == "bidirectional":
+        return broadcast_shape(tuple(data), tuple(target), "numpy", ("data", "target_shape"))
+    if mode == "numpy":
+        if n < r:
+            raise fail("IRN032", f"target_shape {target} has rank {n}, smaller than the data rank {r} "
+                                 f"{fmt_shape(data)} (numpy mode)")
+        for i, d in enumerate(data):
+            t = target[n - r + i]
+            if d not in (1, -1, t):
+                raise fail("IRN032", f"data dim {i} (size {d}) of {fmt_shape(data)} cannot be broadcast to "
+                                     f"target dim {n - r + i} (size {t}) of {target} (numpy mode: it must be 1 or {t})")
+        return tuple(target)
+    assert mapping is not None
+    if len(mapping) != r:
+        raise fail("IRN032", f"axes_mapping {mapping} has {len(mapping)} values, the data {fmt_shape(data)} has "
+                             f"rank {r}")
+    for k, a in enumerate(mapping):
+        if not 0 <= a < n:
+            raise fail("IRN032", f"axes_mapping value {a} is out of range [0, {n - 1}] for target_shape {target}")
+        if k and a <= mapping[k - 1]:
+            raise fail("IRN032", f"axes_mapping {mapping} must be strictly increasing (Broadcast does not transpose)")
+    for k, a in enumerate(mapping):
+        if data[k] not in (1, -1, target[a]):
+            raise fail("IRN032", f"data dim {k} (size {data[k]}) does not match target dim {a} (size {target[a]}) "
+                                 f"named by axes_mapping (explicit mode: it must be 1 or {target[a]})")
+    return tuple(target)
+
+
+def broadcast(data: np.ndarray, shape: tuple[int, ...], mode: str, mapping: list[int] | None) -> np.ndarray:
+    if mode == "explicit":
+        view = [1] * len(shape)
+        for k, a in enumerate(mapping or []):
+            view[a] = data.shape[k]
+        data = data.reshape(view)
+    return np.array(np.broadcast_to(data, shape), copy=True)
+
+
+class _BroadcastBase(Op):
+    inputs = (2, 3)
+
+    def _mapping(self, ctx: NodeContext, mode: str) -> list[int] | None:
+        if mode != "explicit":
+            return None
+        if len(ctx.inputs) < 3:
+            raise fail("IRN017", "explicit mode needs the axes_mapping input (input 2)")
+        _int_tensor(ctx, 2, "axes_mapping")
+        return [int(a) for a in ctx.const(2, "axes_mapping").reshape(-1)]
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        data = ctx.inputs[0]
+        target = _int_tensor(ctx, 1, "target_shape", ranks=(1,))
+        mode = ctx.attrs["mode"]
+        mapping = self._mapping(ctx, mode)
+        tv = _values(target)
+        if tv is None:
+            if target.shape is None or target.shape[0] == -1 or data.shape is None:
+                return [TensorInfo(None, data.dtype)]
+            n = target.shape[0]
+            if mode != "bidirectional":
+                if mode == "numpy" and n < len(data.shape):
+                    raise fail("IRN032", f"target_shape has {n} values, fewer than the data rank {len(data.shape)}")
+                return [TensorInfo((-1,) * n, data.dtype)]
+            r = max(n, len(data.shape))
+            pd = (1,) * (r - len(data.shape)) + tuple(data.shape)
+            return [TensorInfo(tuple(d if d not in (1, -1) else -1 for d in pd), data.dtype)]
+        if data.shape is None:
+            return [TensorInfo(None if mode == "bidirectional" else tuple(tv), data.dtype)]
+        out = TensorInfo(broadcast_target_shape(data.shape, tv, mode, mapping), data.dtype)
+        if data.value is not None:
+            out.value = broadcast(data.value, out.shape, mode, mapping)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+        mode = ctx.attrs["mode"]
+
+        def run(ins):
+            data, target = ins[0], [int(v) for v in ins[1].reshape(-1)]
+            mapping = [int(a) for a in ins[2].reshape(-1)] if mode == "explicit" else None
+            shape = _checked(layer, broadcast_target_shape, data.shape, target, mode, mapping)
+            return [broadcast(data, shape, mode, mapping)]
+
+        return run
+
+
+@register
+class Broadcast1(_BroadcastBase):
+    type = "Broadcast"
+    version = 1
+    opsets = (1, 2)
+    schema = AttrSchema([optional("mode", _mode1, "numpy", doc="numpy (default) or none (= explicit)")])
+    doc = ("data, target_shape (1-D integer), axes_mapping (explicit mode; ignored in numpy mode): numpy "
+           "(unidirectional) or explicit broadcasting to target_shape.")
+
+
+@register
+class Broadcast3(_BroadcastBase):
+    type = "Broadcast"
+    version = 3
+    opsets = (3, None)
+    schema = AttrSchema([optional("mode", _mode3, "numpy", doc="numpy (default), explicit or bidirectional")])
+    doc = ("data, target_shape (1-D integer), axes_mapping (explicit mode): numpy (unidirectional), "
+           "bidirectional (output = numpy broadcast of both) or explicit broadcasting.")
