@@ -391,3 +391,35 @@ def test_console_script_if_installed():
         pytest.skip("irnorm console script not installed next to this python")
     r = subprocess.run([str(exe), "info", str(GN)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "GroupNormalization-opset12" in r.stdout
+
+
+def test_real_ctrl_c_exits_130_without_traceback(tmp_path):
+    """SIGINT to a real `irnorm run` while it is reading its inputs (from a FIFO we hold open)."""
+    import errno
+    import signal
+    import time
+
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "irnorm", "run", str(CHAIN), "--inputs", str(fifo)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    fd = None
+    try:
+        deadline = time.monotonic() + 120
+        while fd is None:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # succeeds once irnorm opened it to read
+            except OSError as e:
+                assert e.errno == errno.ENXIO
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.05)
+        time.sleep(0.3)  # irnorm is now blocked reading the archive
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == EXIT_INTERRUPT, err
+    assert "interrupted" in err and "Traceback" not in err and out == ""
