@@ -57,15 +57,20 @@ def secret(tmp_path):
 
 @pytest.fixture
 def opened(monkeypatch):
-    """Every path opened through Python's open() while the test runs."""
+    """Every path opened through Python's open() or os.open() while the test runs."""
     seen: list[str] = []
-    real = builtins.open
+    real, real_os = builtins.open, os.open
 
     def spy(file, *a, **k):
         seen.append(os.fspath(file) if not isinstance(file, int) else f"fd:{file}")
         return real(file, *a, **k)
 
+    def os_spy(path, *a, **k):
+        seen.append(os.fspath(path))
+        return real_os(path, *a, **k)
+
     monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(os, "open", os_spy)
     return seen
 
 
@@ -312,6 +317,19 @@ def test_fifo_and_device_are_not_read(tmp_path):
     os.mkfifo(tmp_path / "fifo.xml")
     assert only(irnorm.check(tmp_path / "fifo.xml"), "IRN001")  # would block if opened
     assert only(irnorm.check("/dev/zero"), "IRN001")  # would never end if read
+
+
+def test_weights_that_are_not_regular_files(tmp_path):
+    """A FIFO beside the model, /dev/zero or a directory as --weights: IRN040, without blocking."""
+    p = write(tmp_path, GN_XML)
+    os.mkfifo(tmp_path / "model.bin")
+    code = (f"import irnorm; print([(d.code, d.message) for d in irnorm.check({str(p)!r})]); "
+            f"print([d.code for w in ('/dev/zero', {str(tmp_path)!r}) for d in irnorm.check({str(p)!r}, w)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.strip().splitlines()
+    assert first == str([("IRN040", f"weights file {tmp_path / 'model.bin'} is not a regular file")])
+    assert second == "['IRN040', 'IRN040']"
 
 
 def test_missing_file(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 
 import numpy as np
 
@@ -30,9 +31,16 @@ class Weights:
     def _open(self) -> mmap.mmap | bytes:
         if self._buf is None:
             try:
-                with open(self.path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read.
+                fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+                try:
+                    st = os.fstat(fd)
+                    if not stat.S_ISREG(st.st_mode):
+                        raise ModelFileError(Diagnostic("IRN040", f"weights file {self.path} is not a regular file",
+                                                        file=self.path))
+                    self._buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+                finally:
+                    os.close(fd)
             except (OSError, ValueError) as e:
                 msg = getattr(e, "strerror", None) or str(e)
                 raise ModelFileError(Diagnostic("IRN040", f"cannot read weights file {self.path}: {msg}",
