@@ -367,3 +367,11 @@ def test_cli_npz_bomb_is_refused_before_inflating(capsys, tmp_path):
     np.savez_compressed(tmp_path / "zeros.npz", pixels=np.zeros((1, 12, 6, 6 * 4096), np.float32))
     code, out, errs = invoke(capsys, "run", CHAIN, "--inputs", tmp_path / "zeros.npz", "--max-memory", "1M")
     assert code == 1 and "IRN051" in errs and "over the memory limit" in errs
+
+
+def test_big_endian_input_is_the_same_type(chain):
+    x = chain_x()
+    ref = chain.run({"pixels": x})
+    out = chain.run({"pixels": x.astype(">f4")})
+    for k in ref:
+        np.testing.assert_array_equal(out[k], ref[k])

@@ -310,6 +310,8 @@ class Model:
             except (ValueError, TypeError) as e:
                 raise InputError(Diagnostic("IRN062", f"input {spec.name!r}: not convertible to an array: {e}",
                                             file=self.path)) from None
+        if arr.dtype != spec.dtype and arr.dtype.newbyteorder("=") == spec.dtype:
+            arr = arr.astype(spec.dtype)  # same type, other byte order (e.g. '>f4' from a file): lossless
         if arr.dtype != spec.dtype:
             if not cast:
                 raise InputError(Diagnostic(
