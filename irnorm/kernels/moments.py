@@ -3,9 +3,9 @@
 Any reduction over a set of axes is first canonicalized to a contiguous
 ``(outer, reduce, inner)`` view (a transpose copy only when the axes cannot be
 made contiguous).  For each (outer, inner) slice the kernel computes stable
-moments with two passes accumulated in float64 (mean, then the sum of squared
-deviations; no E[x^2]-E[x]^2 cancellation), turns them into ``shift`` and
-``mult`` by the op's finalize rule, and applies
+moments accumulated in float64 (mean, then the sum of squared deviations about
+it; no E[x^2]-E[x]^2 cancellation), turns them into ``shift`` and ``mult`` by
+the op's finalize rule, and applies
 
     y = (x - shift) * mult * scale[k] + bias[k]
 
@@ -14,8 +14,25 @@ in the compute dtype (float32, or float64 for f64 data).  The affine index is
 reduced elements, which covers per-channel group norm, per-group and
 per-instance scale, and elementwise (seg_len=1) layer-norm scale.
 
-Each slice is handled by one thread from start to end, so results do not depend
-on the thread count.
+How the arithmetic is organized (and why):
+
+* Rows (inner == 1) are cut into fixed chunks of ``CHUNK`` elements.  Each
+  chunk gets an exact two-pass mean and M2 (the second pass re-reads the chunk
+  from L1), and chunks are merged in chunk order with Chan's formula.  A chunk
+  is thus read from memory once for the statistics and once for the output.
+* Every element's arithmetic is fixed by the data layout alone (chunk
+  boundaries, merge order, lane structure of the compiled loops), never by the
+  thread count or the work split: whole rows per task when there are enough
+  rows, (row, chunk) tasks when there are few long rows, one serial call for
+  tiny tensors (a parallel launch costs microseconds) -- same bits every way.
+* Sums use float64 with reassociation allowed *inside one chunk's loop only*
+  (``fastmath={"reassoc"}``), so LLVM vectorizes them with a fixed lane count.
+* The float64 shift is applied as two float32 parts (``(x - hi) - lo``), so a
+  large mean with a small spread loses no low bits (mean 1e4, std 1e-2 stays
+  exact to float32 rounding of the result).
+* f16 data is converted inside the kernels (F16C ``vcvtph2ps``/``vcvtps2ph``,
+  round to nearest even, via LLVM ``half``), bf16 by exact bit shifts (round
+  to nearest even on the way out), so no widened copies are made.
 """
 
 from __future__ import annotations
@@ -23,7 +40,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir as llvm_ir
+from numba import njit, prange, types
+from numba.core.extending import intrinsic, overload
 
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
 INSIDE_SQRT = 0  # 1 / sqrt(var + eps)           (MVN inside_sqrt, GroupNorm, LayerNorm, BatchNorm-like)
@@ -32,10 +51,109 @@ CENTER_ONLY = 2  # 1                              (MVN normalize_variance=false)
 L2_ADD = 3  # 1 / sqrt(sum x^2 + eps)   (NormalizeL2 add, no centering)
 L2_MAX = 4  # 1 / sqrt(max(sum x^2, eps))  (NormalizeL2 max, no centering)
 
-_LANES = 8  # independent partial sums: lets LLVM vectorize without reassociating
+CHUNK = 2048  # elements per statistics chunk: L1-resident for pass 2, a few dozen terms per vector lane
+_REDUCE_FM = {"reassoc"}  # only reassociation: lets LLVM vectorize the float64 sums; nothing else
+
+# ---- element conversion: f32/f64 pass through; f16 arrives as uint16 bits, bf16 as int16 bits ------
 
 
-@njit(cache=True, inline="always")
+@intrinsic
+def _half_bits_to_f32(typingctx, v):
+    """IEEE half bits (uint16) -> float32, exact (F16C vcvtph2ps when vectorized)."""
+    sig = types.float32(v)
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], llvm_ir.HalfType()), llvm_ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def _f32_to_half_bits(typingctx, v):
+    """float32 -> IEEE half bits (uint16), round to nearest even, overflow to inf (vcvtps2ph)."""
+    sig = types.uint16(v)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], llvm_ir.HalfType()), llvm_ir.IntType(16))
+
+    return sig, codegen
+
+
+@intrinsic
+def _bf16_bits_to_f32(typingctx, v):
+    """bf16 bits (int16) -> float32, exact: the bits are the top half of a float32."""
+    sig = types.float32(v)
+
+    def codegen(context, builder, signature, args):
+        i32 = llvm_ir.IntType(32)
+        wide = builder.shl(builder.zext(args[0], i32), llvm_ir.Constant(i32, 16))
+        return builder.bitcast(wide, llvm_ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def _f32_to_bf16_bits(typingctx, v):
+    """float32 -> bf16 bits (int16), round to nearest even like ml_dtypes; NaN stays a quiet NaN."""
+    sig = types.int16(v)
+
+    def codegen(context, builder, signature, args):
+        i32 = llvm_ir.IntType(32)
+        b = builder.bitcast(args[0], i32)
+        top = builder.lshr(b, llvm_ir.Constant(i32, 16))
+        lsb = builder.and_(top, llvm_ir.Constant(i32, 1))
+        rounded = builder.lshr(builder.add(builder.add(b, llvm_ir.Constant(i32, 0x7FFF)), lsb),
+                               llvm_ir.Constant(i32, 16))
+        quiet = builder.or_(top, llvm_ir.Constant(i32, 0x40))
+        isnan = builder.fcmp_unordered("uno", args[0], args[0])
+        return builder.trunc(builder.select(isnan, quiet, rounded), llvm_ir.IntType(16))
+
+    return sig, codegen
+
+
+def load(v):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """An element's value in the compute type (float32 for f16/bf16 bits)."""
+    raise NotImplementedError
+
+
+def store(out, i, v):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """out[i] = v converted to out's element type (f16/bf16 bits rounded to nearest even)."""
+    raise NotImplementedError
+
+
+@overload(load, inline="always")
+def _load_impl(v):
+    if isinstance(v, types.Float):
+        return lambda v: v
+    if v == types.uint16:
+        return lambda v: _half_bits_to_f32(v)
+    if v == types.int16:
+        return lambda v: _bf16_bits_to_f32(v)
+    return None
+
+
+@overload(store, inline="always")
+def _store_impl(out, i, v):
+    dt = out.dtype
+    if isinstance(dt, types.Float):
+        def impl(out, i, v):
+            out[i] = v
+        return impl
+    if dt == types.uint16:
+        def impl_h(out, i, v):
+            out[i] = _f32_to_half_bits(np.float32(v))
+        return impl_h
+    if dt == types.int16:
+        def impl_b(out, i, v):
+            out[i] = _f32_to_bf16_bits(np.float32(v))
+        return impl_b
+    return None
+
+
+# ---- statistics ---------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _finalize(m2: float, n: int, mode: int, eps: float) -> float:
     if mode == INSIDE_SQRT:
         return 1.0 / math.sqrt(m2 / n + eps)
@@ -48,130 +166,309 @@ def _finalize(m2: float, n: int, mode: int, eps: float) -> float:
     return 1.0 / math.sqrt(max(m2, eps))
 
 
-@njit(cache=True)
-def _row_sum(row):
-    n = row.shape[0]
-    acc = np.zeros(_LANES, np.float64)
-    nb = n - n % _LANES
-    for i in range(0, nb, _LANES):
-        for j in range(_LANES):
-            acc[j] += row[i + j]
-    s = 0.0
-    for j in range(_LANES):
-        s += acc[j]
-    for i in range(nb, n):
-        s += row[i]
+@njit(cache=True, error_model="numpy")
+def _dev(v, m):
+    """x - m, compiled WITHOUT fastmath so that reassociation in the callers can never move `m`
+    into the running sums (LLVM keeps per-instruction flags when it inlines this)."""
+    return v - m
+
+
+@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+def _chunk_sum(xs, t):
+    """Sum of one chunk in the compute type (vector lanes; a few dozen terms per lane)."""
+    s = t(0.0)
+    for i in range(xs.shape[0]):
+        s += load(xs[i])
     return s
 
 
-@njit(cache=True)
-def _row_sqdev(row, mean):
-    n = row.shape[0]
-    acc = np.zeros(_LANES, np.float64)
-    nb = n - n % _LANES
-    for i in range(0, nb, _LANES):
-        for j in range(_LANES):
-            d = row[i + j] - mean
-            acc[j] += d * d
+@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+def _chunk_dev(xs, m):
+    """(sum d, sum d^2) of d = x - m over one chunk, in the compute type."""
+    s1 = m - m
+    s2 = m - m
+    for i in range(xs.shape[0]):
+        d = _dev(load(xs[i]), m)
+        s1 += d
+        s2 += d * d
+    return s1, s2
+
+
+@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+def _chunk_sumsq(xs, t):
+    s = t(0.0)
+    for i in range(xs.shape[0]):
+        v = load(xs[i])
+        s += v * v
+    return s
+
+
+@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+def _chunk_sum64(xs):
     s = 0.0
-    for j in range(_LANES):
-        s += acc[j]
-    for i in range(nb, n):
-        d = row[i] - mean
+    for i in range(xs.shape[0]):
+        s += np.float64(load(xs[i]))
+    return s
+
+
+@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+def _chunk_sqdev64(xs, m):
+    s = 0.0
+    for i in range(xs.shape[0]):
+        d = _dev(np.float64(load(xs[i])), m)
         s += d * d
     return s
 
 
-@njit(cache=True)
-def _apply_row(row, out, shift, mult, scale, bias, base, nseg, seg_len):
-    t = row.dtype.type
-    sh = t(shift)
-    mu = t(mult)
+# A compute-type sum of squares inside this range had no term overflow and no term lose bits to
+# underflow (f32: terms below 1.2e-38 are subnormal; 2048 of them are < 1e-25 * 2.5e-10).
+_SAFE_MIN = 1e-25
+_SAFE_MAX = 1e37
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _chunk_stats(xs, center, t):
+    """(mean, M2) of one chunk in float64; without centering (0, sum x^2).
+
+    Pass 1 gives a provisional mean m (compute type); pass 2 (from L1) sums d = x - m and d^2, and
+    the float64 result is corrected exactly: mean = m + sum(d)/n, M2 = sum(d^2) - sum(d)^2/n.  Only
+    the in-chunk lane sums run in the compute type, over CHUNK elements: their error is relative to
+    the spread about m, not to the magnitude of x (no E[x^2]-E[x]^2 cancellation).  A chunk whose
+    squares could have overflowed or underflowed (or that holds inf/NaN) is redone in float64."""
+    n = xs.shape[0]
+    if not center:
+        q = np.float64(_chunk_sumsq(xs, t))
+        if not (q >= _SAFE_MIN and q <= _SAFE_MAX):
+            q = _chunk_sqdev64(xs, 0.0)
+        return 0.0, q
+    m = t(_chunk_sum(xs, t) / n)
+    s1, s2 = _chunk_dev(xs, m)
+    q = np.float64(s2)
+    if q >= _SAFE_MIN and q <= _SAFE_MAX:
+        d1 = np.float64(s1)
+        return np.float64(m) + d1 / n, max(q - d1 * d1 / n, 0.0)
+    mean = _chunk_sum64(xs) / n
+    return mean, _chunk_sqdev64(xs, mean)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _merge(cnt, mean, m2, nc, mc, m2c):
+    """Chan et al.: fold a chunk's (nc, mc, m2c) into the running (cnt, mean, m2)."""
+    tot = cnt + nc
+    d = mc - mean
+    f = nc / tot
+    return tot, mean + d * f, m2 + m2c + d * d * (cnt * f)
+
+
+@njit(cache=True, error_model="numpy")
+def _row_stats(row, center, t):
+    n = row.shape[0]
+    cnt = 0
+    mean = 0.0
+    m2 = 0.0
+    for c0 in range(0, n, CHUNK):
+        xs = row[c0:min(c0 + CHUNK, n)]
+        mc, m2c = _chunk_stats(xs, center, t)
+        cnt, mean, m2 = _merge(cnt, mean, m2, xs.shape[0], mc, m2c)
+    return mean, m2
+
+
+# ---- apply --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _split(shift, t):
+    """A float64 shift as two compute-type parts hi + lo (lo carries the bits hi rounds away)."""
+    hi = t(shift)
+    return hi, t(shift - np.float64(hi))
+
+
+@njit(cache=True, error_model="numpy")
+def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
+    """ys[j] = ((xs[j] - hi) - lo) * mu * scale[k] + bias[k] for reduced index r = r0 + j."""
+    n = xs.shape[0]
     if seg_len == 1:
-        sc = scale[base: base + nseg]
-        bi = bias[base: base + nseg]
-        for r in range(row.shape[0]):
-            out[r] = (row[r] - sh) * mu * sc[r] + bi[r]
-    else:
-        for k in range(nseg):
-            m = mu * scale[base + k]
-            b = bias[base + k]
-            xs = row[k * seg_len: (k + 1) * seg_len]
-            ys = out[k * seg_len: (k + 1) * seg_len]
-            for r in range(seg_len):
-                ys[r] = (xs[r] - sh) * m + b
+        sc = scale[base + r0: base + r0 + n]
+        bi = bias[base + r0: base + r0 + n]
+        for j in range(n):
+            store(ys, j, ((load(xs[j]) - hi) - lo) * mu * sc[j] + bi[j])
+        return
+    j = 0
+    while j < n:
+        r = r0 + j
+        k = r // seg_len
+        e = min(n, (k + 1) * seg_len - r0)
+        m = mu * scale[base + k]
+        b = bias[base + k]
+        xk = xs[j:e]
+        yk = ys[j:e]
+        for i in range(e - j):
+            store(yk, i, ((load(xk[i]) - hi) - lo) * m + b)
+        j = e
 
 
-@njit(parallel=True, cache=True)
-def normalize_rows(x, out, center, mode, eps, scale, bias, o_mod, nseg, seg_len, shift_out, mult_out):
-    """inner == 1: x and out are (outer, reduce) C-contiguous."""
-    outer, red = x.shape
-    for o in prange(outer):
-        row = x[o]
-        shift = 0.0
-        if center:
-            shift = _row_sum(row) / red
-        m2 = _row_sqdev(row, shift)
-        mult = _finalize(m2, red, mode, eps)
-        shift_out[o] = shift
+@njit(cache=True, inline="always", error_model="numpy")
+def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, t):
+    mult = _finalize(m2, red, mode, eps)
+    if want:
+        shift_out[o] = mean
         mult_out[o] = mult
-        _apply_row(row, out[o], shift, mult, scale, bias, (o % o_mod) * nseg, nseg, seg_len)
+    hi, lo = _split(mean, t)
+    return hi, lo, t(mult)
 
 
-@njit(parallel=True, cache=True)
-def normalize_strided(x, out, center, mode, eps, scale, bias, o_mod, nseg, seg_len, block, shift_out,
-                      mult_out):
-    """inner > 1: x and out are (outer, reduce, inner) C-contiguous; statistics per (outer, inner).
+@njit(cache=True, inline="always", error_model="numpy")
+def _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+    red = x.shape[1]
+    row = x[o]
+    mean, m2 = _row_stats(row, center, t)
+    hi, lo, mu = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, t)
+    nseg = red // seg_len
+    _apply_span(row, out[o], 0, hi, lo, mu, scale, bias, (o % o_mod) * nseg, seg_len)
 
-    Work is split into (outer, inner-block) tasks of a fixed block size, so the
-    arithmetic for any element is the same whatever the thread count."""
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+    """inner == 1, one task per row (x, out: (outer, reduce) C-contiguous)."""
+    for o in prange(x.shape[0]):
+        _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t)
+
+
+@njit(cache=True, error_model="numpy")
+def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+    """rows_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
+    for o in range(x.shape[0]):
+        _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+    """inner == 1 with few long rows: (row, chunk) tasks for the statistics and for the output,
+    the chunk merge in between per row, in chunk order (so identical to rows_parallel)."""
+    outer, red = x.shape
+    nch = (red + CHUNK - 1) // CHUNK
+    cm = np.empty(outer * nch, np.float64)
+    cm2 = np.empty(outer * nch, np.float64)
+    for task in prange(outer * nch):
+        o = task // nch
+        c0 = (task - o * nch) * CHUNK
+        mc, m2c = _chunk_stats(x[o, c0:min(c0 + CHUNK, red)], center, t)
+        cm[task] = mc
+        cm2[task] = m2c
+    his = np.empty(outer, t)
+    los = np.empty(outer, t)
+    mus = np.empty(outer, t)
+    for o in range(outer):
+        cnt = 0
+        mean = 0.0
+        m2 = 0.0
+        for c in range(nch):
+            c0 = c * CHUNK
+            cnt, mean, m2 = _merge(cnt, mean, m2, min(c0 + CHUNK, red) - c0, cm[o * nch + c], cm2[o * nch + c])
+        his[o], los[o], mus[o] = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, t)
+    nseg = red // seg_len
+    for task in prange(outer * nch):
+        o = task // nch
+        c0 = (task - o * nch) * CHUNK
+        c1 = min(c0 + CHUNK, red)
+        _apply_span(x[o, c0:c1], out[o, c0:c1], c0, his[o], los[o], mus[o], scale, bias, (o % o_mod) * nseg,
+                    seg_len)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
+                  mult_out, t):
     outer, red, inner = x.shape
-    nblk = (inner + block - 1) // block
-    for task in prange(outer * nblk):
-        o = task // nblk
-        b0 = (task % nblk) * block
-        b1 = min(b0 + block, inner)
-        w = b1 - b0
-        xs = x[o, :, b0:b1]
-        ys = out[o, :, b0:b1]
-        mean = np.zeros(w, np.float64)
-        if center:
-            for r in range(red):
-                xr = xs[r]
-                for i in range(w):
-                    mean[i] += xr[i]
-            for i in range(w):
-                mean[i] /= red
-        m2 = np.zeros(w, np.float64)
+    o = task // nblk
+    b0 = (task - o * nblk) * block
+    b1 = min(b0 + block, inner)
+    w = b1 - b0
+    xs = x[o, :, b0:b1]
+    ys = out[o, :, b0:b1]
+    mean = np.zeros(w, np.float64)
+    if center:
         for r in range(red):
             xr = xs[r]
             for i in range(w):
-                d = xr[i] - mean[i]
-                m2[i] += d * d
-        t = x.dtype.type
-        sh = np.empty(w, x.dtype)
-        mu = np.empty(w, x.dtype)
+                mean[i] += load(xr[i])
         for i in range(w):
-            mlt = _finalize(m2[i], red, mode, eps)
+            mean[i] /= red
+    m2 = np.zeros(w, np.float64)
+    for r in range(red):
+        xr = xs[r]
+        for i in range(w):
+            d = np.float64(load(xr[i])) - mean[i]
+            m2[i] += d * d
+    hi = np.empty(w, t)
+    lo = np.empty(w, t)
+    mu = np.empty(w, t)
+    for i in range(w):
+        mlt = _finalize(m2[i], red, mode, eps)
+        if want:
             shift_out[o, b0 + i] = mean[i]
             mult_out[o, b0 + i] = mlt
-            sh[i] = t(mean[i])
-            mu[i] = t(mlt)
-        base = (o % o_mod) * nseg
-        for r in range(red):
-            k = base + r // seg_len
-            s = scale[k]
-            bb = bias[k]
-            xr = xs[r]
-            yr = ys[r]
-            for i in range(w):
-                yr[i] = (xr[i] - sh[i]) * mu[i] * s + bb
+        hi[i], lo[i] = _split(mean[i], t)
+        mu[i] = t(mlt)
+    base = (o % o_mod) * (red // seg_len)
+    for r in range(red):
+        k = base + r // seg_len
+        s = scale[k]
+        bb = bias[k]
+        xr = xs[r]
+        yr = ys[r]
+        for i in range(w):
+            store(yr, i, ((load(xr[i]) - hi[i]) - lo[i]) * mu[i] * s + bb)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def strided_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out, t):
+    """inner > 1: x and out are (outer, reduce, inner) C-contiguous; statistics per (outer, inner),
+    one task per (outer, block of `block` inner positions); each column's sums run in r order."""
+    nblk = (x.shape[2] + block - 1) // block
+    for task in prange(x.shape[0] * nblk):
+        _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
+                      mult_out, t)
+
+
+@njit(cache=True, error_model="numpy")
+def strided_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out, t):
+    """strided_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
+    nblk = (x.shape[2] + block - 1) // block
+    for task in range(x.shape[0] * nblk):
+        _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
+                      mult_out, t)
 
 
 # ---- Python side: canonicalization and dispatch -----------------------------------
 
 COMPUTE_DTYPES = {np.dtype(np.float32), np.dtype(np.float64)}
-_STRIDED_BLOCK = 512
+SERIAL_MAX = 1 << 15  # elements: below this one thread is faster than waking the pool
+SPLIT_ROWS = 8  # fewer rows than this (and more than one chunk each): split rows into chunk tasks
+_STRIDED_BYTES = 1 << 18  # a strided block's reduce x block footprint, so its second pass stays in L2
+
+
+def _bf16_dtype() -> np.dtype | None:
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+_F16 = np.dtype(np.float16)
+_BF16 = _bf16_dtype()
+
+
+def _kernel_view(a: np.ndarray) -> np.ndarray | None:
+    """The array as the kernels take it: f32/f64 as is, f16 as uint16 bits, bf16 as int16 bits;
+    None for any other dtype."""
+    if a.dtype in COMPUTE_DTYPES:
+        return a
+    if a.dtype == _F16:
+        return a.view(np.uint16)
+    if _BF16 is not None and a.dtype == _BF16:
+        return a.view(np.int16)
+    return None
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -207,6 +504,28 @@ def canonical_layout(shape: tuple[int, ...], axes: list[int]) -> tuple[list[int]
     return keep + ax, total // red if red else 0, red, 1
 
 
+def strided_block(red: int, inner: int) -> int:
+    """Inner positions per strided task: a multiple of 16 sized so that reduce x block stays in L2."""
+    b = _STRIDED_BYTES // (4 * max(red, 1))
+    b = max(16, min(512, b - b % 16))
+    return min(b, inner)
+
+
+_CONST_VECTORS: dict[tuple, np.ndarray] = {}
+
+
+def _const_vector(value: float, dtype: np.dtype, n: int) -> np.ndarray:
+    """Cached read-only ones/zeros vectors for a missing scale/bias (saves two allocations per call)."""
+    key = (dtype, n, value)
+    v = _CONST_VECTORS.get(key)
+    if v is None:
+        v = np.full(n, value, dtype)
+        v.flags.writeable = False
+        if len(_CONST_VECTORS) < 64:
+            _CONST_VECTORS[key] = v
+    return v
+
+
 def normalize(
     x: np.ndarray,
     axes: list[int],
@@ -226,33 +545,50 @@ def normalize(
     whole reduced extent: one value per (o % o_mod)).
 
     Returns y (and, with want_stats, the (outer, inner) float64 shift and mult arrays).
+    The result never shares memory with `x`.
     """
     out_dtype = np.dtype(out_dtype or x.dtype)
     cdt = compute_dtype(x.dtype)
     perm, outer, red, inner = canonical_layout(x.shape, axes)
     if seg_len is None:
         seg_len = red
+    seg_len = max(seg_len, 1)
     nseg = red // seg_len if seg_len else 1
-    if scale is None:
-        scale = np.ones(max(o_mod * nseg, 1), cdt)
-    if bias is None:
-        bias = np.zeros(max(o_mod * nseg, 1), cdt)
-    scale = np.ascontiguousarray(scale, dtype=cdt).reshape(-1)
-    bias = np.ascontiguousarray(bias, dtype=cdt).reshape(-1)
-    shift_out = np.zeros((outer, inner), np.float64)
-    mult_out = np.zeros((outer, inner), np.float64)
+    n_aff = max(o_mod * nseg, 1)
+    scale = _const_vector(1.0, cdt, n_aff) if scale is None else np.ascontiguousarray(scale, dtype=cdt).reshape(-1)
+    bias = _const_vector(0.0, cdt, n_aff) if bias is None else np.ascontiguousarray(bias, dtype=cdt).reshape(-1)
+    if want_stats:
+        shift_out = np.zeros((outer, inner), np.float64)
+        mult_out = np.zeros((outer, inner), np.float64)
+    else:
+        shift_out = mult_out = np.zeros((1, 1), np.float64)  # not written
     if x.size == 0:
         y = np.empty(x.shape, out_dtype)
         return (y, shift_out, mult_out) if want_stats else y
     xc = x.transpose(perm) if perm is not None else x
-    xc = np.ascontiguousarray(xc, dtype=cdt)
-    y = np.empty(xc.shape, cdt)
+    xk = _kernel_view(np.ascontiguousarray(xc))
+    if xk is None:  # integer or other data: widen once
+        xk = np.ascontiguousarray(xc, dtype=cdt)
+    y_shape = xk.shape
+    direct = _kernel_view(np.empty(0, out_dtype)) is not None
+    y = np.empty(y_shape, out_dtype if direct else cdt)
+    yk = _kernel_view(y)
+    t = np.float64 if cdt == np.float64 else np.float32
+    serial = x.size <= SERIAL_MAX
     if inner == 1:
-        normalize_rows(xc.reshape(outer, red), y.reshape(outer, red), center, mode, eps, scale, bias,
-                       o_mod, nseg, seg_len, shift_out.reshape(outer), mult_out.reshape(outer))
+        x2, y2 = xk.reshape(outer, red), yk.reshape(outer, red)
+        s1, m1 = shift_out.reshape(-1), mult_out.reshape(-1)
+        if serial:
+            kern = rows_serial
+        elif outer < SPLIT_ROWS and red > CHUNK:
+            kern = rows_split
+        else:
+            kern = rows_parallel
+        kern(x2, y2, center, mode, eps, scale, bias, o_mod, seg_len, want_stats, s1, m1, t)
     else:
-        normalize_strided(xc.reshape(outer, red, inner), y.reshape(outer, red, inner), center, mode, eps, scale,
-                          bias, o_mod, nseg, seg_len, _STRIDED_BLOCK, shift_out, mult_out)
+        kern = strided_serial if serial else strided_parallel
+        kern(xk.reshape(outer, red, inner), yk.reshape(outer, red, inner), center, mode, eps, scale, bias, o_mod,
+             seg_len, strided_block(red, inner), want_stats, shift_out, mult_out, t)
     if perm is not None:
         y = y.transpose(np.argsort(perm))
     if y.dtype != out_dtype or not y.flags.c_contiguous:

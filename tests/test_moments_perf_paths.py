@@ -1,0 +1,208 @@
+"""Correctness of the moments engine's fast paths (irnorm/kernels/moments.py).
+
+tests/test_moments.py covers normalize() layout by layout; this file pins what the speed work
+added: the in-kernel f16/bf16 conversions (every f16 and bf16 bit pattern, ties and overflow on
+the way out), the kernel entry points against each other (serial, one task per row, chunk-split
+rows: same bits), the float64 redo of chunks whose float32 squares would overflow or underflow,
+and each path against the float64 oracle in irnorm/reference.py.  No timing assertions.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from numba import njit
+
+from irnorm import reference as R
+from irnorm.kernels import moments as M
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@njit(cache=False)
+def _widen(bits, out):
+    for i in range(bits.shape[0]):
+        out[i] = M.load(bits[i])
+
+
+@njit(cache=False)
+def _narrow(vals, out):
+    for i in range(vals.shape[0]):
+        M.store(out, i, vals[i])
+
+
+def _same_or_both_nan(got: np.ndarray, want: np.ndarray) -> None:
+    nan = np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint16 if got.itemsize == 2 else np.uint32),
+                                  want[~nan].view(np.uint16 if want.itemsize == 2 else np.uint32))
+
+
+ALL16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+def _f32_probes(kind: np.dtype) -> np.ndarray:
+    """Every 16-bit value widened, the midpoints between neighbours (ties), one f32 ulp either side
+    of each midpoint, and a million random float32 bit patterns."""
+    vals = ALL16.view(kind).astype(np.float32)
+    fin = np.sort(vals[np.isfinite(vals)].astype(np.float64))
+    mids = ((fin[1:] + fin[:-1]) / 2).astype(np.float32)
+    rnd = np.random.default_rng(0).integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([vals, mids, np.nextafter(mids, np.float32(np.inf)), np.nextafter(mids, np.float32(-np.inf)),
+                           rnd, np.array([65504, 65519.99, 65520, 65536, 1e9, -1e9, 3e-8, 6e-8], np.float32)])
+
+
+def test_f16_widening_is_exact_for_every_bit_pattern() -> None:
+    out = np.empty(ALL16.size, np.float32)
+    _widen(ALL16, out)
+    _same_or_both_nan(out, ALL16.view(np.float16).astype(np.float32))
+
+
+def test_bf16_widening_is_exact_for_every_bit_pattern() -> None:
+    out = np.empty(ALL16.size, np.float32)
+    _widen(ALL16.view(np.int16), out)
+    _same_or_both_nan(out, ALL16.view(BF16).astype(np.float32))
+
+
+def test_f16_narrowing_rounds_like_numpy() -> None:
+    """Round to nearest even, overflow to inf, subnormals, NaN stays NaN: same bits as numpy."""
+    v = _f32_probes(np.dtype(np.float16))
+    out = np.empty(v.size, np.uint16)
+    _narrow(v, out)
+    with np.errstate(over="ignore"):
+        _same_or_both_nan(out.view(np.float16), v.astype(np.float16))
+
+
+def test_bf16_narrowing_rounds_like_ml_dtypes() -> None:
+    v = _f32_probes(BF16)
+    out = np.empty(v.size, np.int16)
+    _narrow(v, out)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = v.astype(BF16)
+    _same_or_both_nan(out.view(BF16), want)
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernel entry points give the same bits
+
+
+def _kernel_args(x2: np.ndarray, seg_len: int, o_mod: int, t):
+    n_aff = o_mod * (x2.shape[1] // seg_len)
+    rng = np.random.default_rng(1)
+    sc = rng.uniform(0.5, 1.5, n_aff).astype(t)
+    bi = rng.uniform(-1, 1, n_aff).astype(t)
+    return sc, bi
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
+@pytest.mark.parametrize("center,mode", [(True, M.INSIDE_SQRT), (True, M.OUTSIDE_SQRT), (False, M.L2_ADD)],
+                         ids=["inside", "outside", "l2"])
+def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
+    """rows_serial, rows_parallel and rows_split are three schedules of one arithmetic."""
+    outer, red, o_mod, seg = 4, 3 * M.CHUNK + 777, 2, 1
+    x = (np.random.default_rng(2).standard_normal((outer, red)) * 3 + (4 if center else 0)).astype(dtype)
+    xk = M._kernel_view(x)
+    t = np.float64 if dtype == np.float64 else np.float32
+    sc, bi = _kernel_args(x, seg, o_mod, t)
+    outs = []
+    for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
+        y = np.empty_like(xk)
+        s, m = np.zeros(outer), np.zeros(outer)
+        kern(xk, y, center, mode, 1e-5, sc, bi, o_mod, seg, True, s, m, t)
+        outs.append((y.tobytes(), s.tobytes(), m.tobytes()))
+    assert outs[0] == outs[1] == outs[2]
+    # and the values are right
+    y = np.frombuffer(outs[0][0], xk.dtype).view(x.dtype).reshape(x.shape)
+    k = (np.arange(outer)[:, None] % o_mod) * red + np.arange(red)[None, :]
+    xd = x.astype(np.float64)
+    mean = xd.mean(1, keepdims=True) if center else 0.0
+    d = xd - mean
+    q = (d * d).sum(1, keepdims=True)
+    mult = 1 / np.sqrt(q / red + 1e-5) if mode == M.INSIDE_SQRT else (
+        1 / (np.sqrt(q / red) + 1e-5) if mode == M.OUTSIDE_SQRT else 1 / np.sqrt(q + 1e-5))
+    want = d * mult * sc.astype(np.float64)[k] + bi.astype(np.float64)[k]
+    tol = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 2e-6}.get(np.dtype(dtype), 8e-3)
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+def test_strided_kernels_agree_bit_for_bit(dtype) -> None:
+    x = (np.random.default_rng(3).standard_normal((3, 37, 1000)) * 2 + 1).astype(dtype)
+    xk = M._kernel_view(x)
+    sc, bi = np.ones(3, np.float32), np.zeros(3, np.float32)
+    outs = []
+    for kern in (M.strided_serial, M.strided_parallel):
+        y = np.empty_like(xk)
+        s, m = np.zeros((3, 1000)), np.zeros((3, 1000))
+        kern(xk, y, True, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 37, M.strided_block(37, 1000), True, s, m, np.float32)
+        outs.append((y.tobytes(), s.tobytes(), m.tobytes()))
+    assert outs[0] == outs[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# float64 redo of chunks the float32 lane sums cannot hold; odd values
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-20, 3e37], ids=["huge", "tiny", "near-max"])
+@pytest.mark.parametrize("shape,axes", [((3, 5000), [1]), ((2, 3, 3000), [2])], ids=["rows", "rows-rank3"])
+def test_centered_squares_beyond_float32_range(scale, shape, axes) -> None:
+    """Spreads whose squares overflow / underflow float32 still normalize like float64 MVN."""
+    x = (np.random.default_rng(4).standard_normal(shape) * scale).astype(np.float32)
+    got = M.normalize(x, axes, M.INSIDE_SQRT, 0.0)
+    want = R.mvn6(x.astype(np.float64), axes, True, 0.0, "inside_sqrt")
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-6, atol=2e-6 * np.abs(want).max())
+
+
+def test_nan_and_inf_stay_in_their_row() -> None:
+    x = np.random.default_rng(5).standard_normal((4, 5000)).astype(np.float32)
+    x[1, 17] = np.nan
+    x[2, 4000] = np.inf
+    y = M.normalize(x, [1], M.INSIDE_SQRT, 1e-5)
+    assert np.isnan(y[1]).all() and np.isnan(y[2]).all()
+    want = R.mvn6(x[[0, 3]].astype(np.float64), [1], True, 1e-5, "inside_sqrt")
+    np.testing.assert_allclose(y[[0, 3]], want, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("loc,std", [(1e4, 1e-2), (-3e5, 1.0), (0.0, 1e-30)], ids=["1e4", "-3e5", "tiny-std"])
+def test_large_offsets_across_chunks_and_schedules(loc, std) -> None:
+    """Mean far from 0 with a small spread, rows spanning several chunks: f32 output within
+    1e-3 of a standard deviation of the float64 oracle (the shift is applied as hi + lo parts)."""
+    x = (np.random.default_rng(6).standard_normal((3, 2 * M.CHUNK + 5)) * std + loc).astype(np.float32)
+    got = M.normalize(x, [1], M.INSIDE_SQRT, 0.0).astype(np.float64)
+    want = R.mvn6(x.astype(np.float64), [1], True, 0.0, "inside_sqrt")
+    assert np.abs(got - want).max() < 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# group norm through each path, f16 in and out, against the oracle
+
+
+@pytest.mark.parametrize("shape,groups", [((1, 32, 8, 8), 8), ((2, 8, 48, 48), 2), ((1, 4, 128, 128), 1),
+                                          ((16, 32, 16, 16), 32), ((3, 6, 5000), 3)],
+                         ids=["serial", "split", "split-one-row", "rows", "rank3"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16], ids=["f32", "f16", "bf16"])
+def test_group_norm_paths(shape, groups, dtype) -> None:
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(shape) * 2 + 0.5).astype(dtype)
+    c = shape[1]
+    sc, bi = rng.uniform(0.5, 1.5, c).astype(dtype), rng.uniform(-1, 1, c).astype(dtype)
+    n = shape[0]
+    sp = x.size // (n * c)
+    y = M.normalize(x.reshape(n * groups, -1), [1], M.INSIDE_SQRT, 1e-5, scale=sc, bias=bi, o_mod=groups,
+                    seg_len=sp).reshape(shape)
+    assert y.dtype == np.dtype(dtype)
+    want = R.group_normalization(x.astype(np.float64), sc.astype(np.float64), bi.astype(np.float64), groups, 1e-5)
+    tol = {np.dtype(np.float32): 2e-6, np.dtype(np.float16): 1e-3, BF16: 8e-3}[np.dtype(dtype)]
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("out", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
+def test_f16_transposed_and_strided_any_out_dtype(out) -> None:
+    x = (np.random.default_rng(8).standard_normal((4, 6, 50, 3)) * 2 - 1).astype(np.float16)
+    for axes in ([0, 2], [1]):
+        want = R.mvn6(x.astype(np.float64), axes, True, 1e-5, "inside_sqrt")
+        y = M.normalize(x, axes, M.INSIDE_SQRT, 1e-5, out_dtype=out)
+        assert y.dtype == np.dtype(out) and y.flags.c_contiguous and y.shape == x.shape
+        tol = {np.dtype(np.float16): 1e-3, BF16: 8e-3}.get(np.dtype(out), 2e-6)
+        np.testing.assert_allclose(y.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())
