@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_INT_RE = re.compile(r"^[+-]?\d+$")
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")  # ASCII only: str.isdigit and \\d accept '٨' or '²' too
+_FLOAT_RE = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
 class AttrError(ValueError):
@@ -33,11 +34,12 @@ def parse_int(text: str) -> int:
 
 def parse_float(text: str) -> float:
     t = text.strip()
-    try:
-        v = float(t)
-    except ValueError:
-        raise AttrError(f"'{text}' is not a number") from None
-    if math.isnan(v):
+    if t.lower() in ("nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
+        raise AttrError(f"'{text}' is not a finite number")
+    if not _FLOAT_RE.match(t):
+        raise AttrError(f"'{text}' is not a number")
+    v = float(t)
+    if not math.isfinite(v):
         raise AttrError(f"'{text}' is not a finite number")
     return v
 

@@ -294,6 +294,11 @@ def _infer_all(doc: IRDocument, nodes: list[Node], weights: Weights | None, diag
             diags.append(_diag(doc, lay, e.code, e.message))
             node.ok = False
             continue
+        except Exception as e:  # an op rule that did not anticipate this input: still a diagnostic
+            diags.append(_diag(doc, lay, "IRN032", f"the operation's shape rule cannot handle these inputs "
+                                                   f"({type(e).__name__}: {e})"))
+            node.ok = False
+            continue
         outs = outs[: len(lay.outputs)]
         size_msg = next((m for m in (_size_problem(o) for o in outs) if m), None)
         if size_msg:  # refused before anything is allocated; downstream layers are not checked against it
