@@ -195,6 +195,8 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     m = load(model, weights) if isinstance(model, (str, os.PathLike)) else model
     given = inputs is not None
     feeds = dict(inputs) if given else random_inputs(m, seed, shapes, value_ranges)
+    # check (and with cast=True convert) the inputs once, so both sides get the very same arrays
+    feeds = dict(zip([s.name for s in m.inputs], m._bind(feeds, cast), strict=True))
     notes: list[str] = []
     input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
                    "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]
@@ -283,7 +285,9 @@ def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", c
         ovm = core.read_model(model.path, weights) if weights and os.path.exists(weights) else \
             core.read_model(model.path)
     except Exception as e:
-        raise OpenVINOFailure(f"OpenVINO cannot read {model.path}: {_first_line(e)}") from None
+        ext = any(n.layer.version == "irnorm1" for n in g.nodes)
+        hint = " (irnorm1 layers are irnorm's own extension ops: use --against reference)" if ext else ""
+        raise OpenVINOFailure(f"OpenVINO cannot read {model.path}: {_first_line(e)}{hint}") from None
     by_name: dict[str, list[Any]] = {}
     for op in ovm.get_ordered_ops():
         by_name.setdefault(op.get_friendly_name(), []).append(op)
