@@ -27,15 +27,8 @@ from irnorm.workbench.stats import DEFAULT_TOLERANCES
 ov = pytest.importorskip("openvino")
 ops = pytest.importorskip("openvino.opset13")
 
-# OpenVINO writes a 0-element Const (the empty axes) with size="1"; irnorm/ir/weights.py wants
-# size == 0 (IRN042; reported, pinned by tests/test_conformance_normalize_l2.py).  Until that is
-# fixed the saved XML is patched; the divergence under test is unaffected.
-_EMPTY_CONST = re.compile(r'(<data element_type="i64" shape="0" offset="\d+" size=")1(")')
-
-
 def _save(model, path):
     ov.save_model(model, str(path), compress_to_fp16=False)
-    path.write_text(_EMPTY_CONST.sub(r"\g<1>0\2", path.read_text()))
     return path
 
 
