@@ -282,7 +282,13 @@ def test_dynamic_shape_chain_matches_openvino(tmp_path):
     model, _ = _group_norm_decomposed((-1, 6, -1), 3)
     xml = save(model, tmp_path, "chain")
     m = irnorm.load(xml)
-    assert "ShapeOf" in _step_types(m) and "Reshape" in _step_types(m)
+    steps = _step_types(m)
+    assert "ShapeOf" in steps and steps.count("Reshape") == 2
+    # the scale path depends only on the static C = 6: partly known shape values fold it at load time
+    assert not {"Broadcast", "Unsqueeze"} & set(steps) and steps.count("Divide") == 1, steps
+    assert steps.count("Gather") == 1 and steps.count("Concat") == 1  # N is dynamic: [N, 3, -1] is built per run
+    first_reshape = next(st.node for st in m._steps if st.node.layer.type == "Reshape")
+    assert first_reshape.outputs[0].shape == (-1, 3, -1)
     for shape in [(1, 6, 1), (2, 6, 5), (3, 6, 40), (1, 6, 4000)]:
         compare_with_openvino(xml, {"x": (_f32(rng, shape) * 3 + 2)})
 
@@ -297,6 +303,43 @@ def test_static_shape_chain_folds_at_load_time(tmp_path):
     assert not {"ShapeOf", "Gather", "Concat", "Broadcast", "Unsqueeze"} & set(steps), steps
     assert steps.count("Reshape") == 2  # the two reshapes of the activation tensor remain
     compare_with_openvino(xml, {"x": _f32(rng, (2, 6, 5))})
+
+
+def test_partly_known_shape_values():
+    from irnorm.ops.base import TensorInfo
+    from irnorm.ops.shape_ops import PartialInfo, partial_of, with_partial
+
+    assert partial_of(TensorInfo((3,), "i64", np.array([1, 2, 3]))) == [1, 2, 3]
+    assert partial_of(TensorInfo((3,), "f32", np.array([1, 2, 3], np.float32))) is None
+    assert partial_of(PartialInfo((3,), "i64", None, (None, 4, None))) == [None, 4, None]
+    assert partial_of(TensorInfo((3,), "i64")) is None
+    c = with_partial((2,), "i32", [4, 5])
+    assert c.value.dtype == np.int32 and c.value.tolist() == [4, 5] and not isinstance(c, PartialInfo)
+    assert with_partial((), "i64", [7]).value.shape == ()
+    assert with_partial((2,), "i64", [None, None]).value is None
+    assert isinstance(with_partial((2,), "i64", [None, 3]), PartialInfo)
+
+
+def test_partial_values_flow_through_shape_arithmetic(tmp_path):
+    b = IRBuilder("partial")
+    x = b.parameter("x", (-1, 4, -1), "f32")
+    (s,) = b.layer("ShapeOf", [x], [((3,), "i64")], {"output_type": "i64"}, version="opset3")
+    (c,) = b.layer("Gather", [s, b.const(np.array([1, -1], I64)), b.const(np.array(0, I64))], [((2,), "i64")],
+                   {"batch_dims": "0"}, version="opset8")
+    (c2,) = b.layer("Multiply", [c, b.const(np.array([2, 1], I64))], [((2,), "i64")], {"auto_broadcast": "numpy"},
+                    version="opset1")
+    (t,) = b.layer("Concat", [b.const(np.array([-1], I64)), c2], [((3,), "i64")], {"axis": "0"}, version="opset1")
+    (y,) = b.layer("Reshape", [x, t], [((-1, -1, -1), "f32")], {"special_zero": "false"}, version="opset1",
+                   names=["y"])
+    b.result(y)
+    m = irnorm.load(b.save(tmp_path))
+    nodes = {n.layer.type: n for n in m.graph.nodes}
+    assert nodes["ShapeOf"].outputs[0].partial == (None, 4, None)
+    assert nodes["Gather"].outputs[0].partial == (4, None)
+    assert nodes["Multiply"].outputs[0].partial == (8, None)
+    assert nodes["Reshape"].outputs[0].shape == (-1, 8, -1)
+    v = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
+    np.testing.assert_array_equal(m.run({"x": v})["y"], v.reshape(-1, 8, 6))
 
 
 def test_shape_kernels_return_fresh_arrays(tmp_path):

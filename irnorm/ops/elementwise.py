@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir.attrs import AttrError, AttrSchema, optional, parse_bool
-from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES
 from .base import Kernel, NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_same_type
 
 # Binary op codes (shared with irnorm.kernels.elementwise).
@@ -201,7 +201,29 @@ class _Binary(Op):
                 out.value = compute_binary(self.code, a.value, b.value, self._pythondiv(ctx))
             except ZeroDivisionError:
                 raise fail("IRN032", "integer division by zero in a constant subgraph") from None
+        elif a.dtype in INT_TYPES and shape is not None and len(shape) <= 1 and -1 not in shape:
+            return [self._partial(ctx, shape)]
         return [out]
+
+    def _partial(self, ctx: NodeContext, shape: tuple[int, ...]) -> TensorInfo:
+        """Shape arithmetic on partly known shape values (see shape_ops.PartialInfo)."""
+        from .shape_ops import partial_of, with_partial
+
+        a, b = ctx.inputs
+        n = shape[0] if shape else 1
+        elems = []
+        for p in (partial_of(a), partial_of(b)):
+            elems.append([None] * n if p is None else p * n if len(p) == 1 else p)
+        dt = ELEMENT_TYPES[a.dtype]
+        out: list[int | None] = []
+        for x, y in zip(*elems, strict=True):
+            try:
+                v = None if x is None or y is None else int(compute_binary(
+                    self.code, np.array(x, dt), np.array(y, dt), self._pythondiv(ctx)))
+            except ZeroDivisionError:
+                v = None
+            out.append(v)
+        return with_partial(shape, a.dtype, out)
 
     def _pythondiv(self, ctx: NodeContext) -> bool:
         return True

@@ -27,12 +27,45 @@ Semantics follow OpenVINO 2026.4's reference implementation and shape inference:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir.attrs import Attr, AttrError, AttrSchema, enum, optional, parse_bool, parse_int
 from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES
 from .base import Kernel, NodeContext, Op, RuleError, TensorInfo, fail, fmt_shape, normalize_axes, register, same_dim
 from .elementwise import broadcast_shape, runtime_error
+
+
+@dataclass
+class PartialInfo(TensorInfo):
+    """A small integer tensor (scalar or 1-D) whose elements are partly known at load time, as
+    OpenVINO's value propagation knows them: ``ShapeOf`` of ``[?, 4, ?]`` is ``(None, 4, None)``.
+    Gather, Concat, Squeeze/Unsqueeze/Reshape and integer arithmetic carry the known elements, and a
+    tensor whose elements all become known turns into a constant, so the part of a dynamic shape
+    subgraph that depends only on static dims folds at load time."""
+
+    partial: tuple[int | None, ...] | None = None
+
+
+def partial_of(info: TensorInfo) -> list[int | None] | None:
+    """The elements of a scalar or 1-D integer tensor (None where unknown), or None if nothing is known."""
+    if info.dtype not in INT_TYPES or info.shape is None or len(info.shape) > 1:
+        return None
+    if info.value is not None:
+        return [int(v) for v in np.asarray(info.value).reshape(-1)]
+    p = getattr(info, "partial", None)
+    return list(p) if p is not None else None
+
+
+def with_partial(shape: tuple[int, ...], dtype: str, elems: list[int | None] | None) -> TensorInfo:
+    """An info for a scalar/1-D integer result: a constant when every element is known, a
+    PartialInfo when some are, a plain TensorInfo otherwise."""
+    if elems is None or all(e is None for e in elems) or _prod(shape) != len(elems):
+        return TensorInfo(shape, dtype)
+    if all(e is not None for e in elems):
+        return TensorInfo(shape, dtype, np.array(elems, ELEMENT_TYPES[dtype]).reshape(shape))
+    return PartialInfo(shape, dtype, None, tuple(elems))
 
 
 def _prod(dims) -> int:
@@ -52,12 +85,25 @@ def _int_tensor(ctx: NodeContext, i: int, what: str, ranks: tuple[int, ...] = (0
     return info
 
 
+def _fmt_pattern(p: list[int | None]) -> str:
+    return "[" + ", ".join("?" if v is None else str(v) for v in p) + "]"
+
+
 def _values(info: TensorInfo) -> list[int] | None:
     return None if info.value is None else [int(v) for v in np.asarray(info.value).reshape(-1)]
 
 
 def _fresh(x: np.ndarray) -> np.ndarray:
     return np.array(x, copy=True)
+
+
+def _carry(src: TensorInfo, out: TensorInfo) -> TensorInfo:
+    """Squeeze/Unsqueeze/Reshape keep element order: a partly known scalar/1-D input stays partly known."""
+    if out.value is None and out.shape is not None and len(out.shape) <= 1 and -1 not in out.shape:
+        elems = partial_of(src)
+        if elems is not None:
+            return with_partial(out.shape, out.dtype, elems)
+    return out
 
 
 def _checked(layer, fn, *args):
@@ -82,10 +128,7 @@ class _ShapeOfBase(Op):
         t = self._out_type(ctx)
         if x.shape is None:
             return [TensorInfo((-1,), t)]
-        out = TensorInfo((len(x.shape),), t)
-        if x.is_static:
-            out.value = np.array(x.shape, ELEMENT_TYPES[t]).reshape(len(x.shape))
-        return [out]
+        return [with_partial((len(x.shape),), t, [None if d == -1 else d for d in x.shape])]
 
     def build(self, ctx: NodeContext) -> Kernel:
         dt = ELEMENT_TYPES[self._out_type(ctx)]
@@ -184,6 +227,12 @@ class _GatherBase(Op):
         out = TensorInfo(gather_shape(data.shape, idx.shape, axis, b), data.dtype)
         if data.value is not None and idx.value is not None:
             out.value = gather(data.value, idx.value, axis, b)
+        elif idx.value is not None and len(data.shape) == 1 and len(out.shape) <= 1:
+            elems = partial_of(data)
+            if elems is not None:
+                n = len(elems)
+                picked = [elems[i + n if i < 0 else i] if -n <= i < n else 0 for i in _values(idx)]
+                return [with_partial(out.shape, data.dtype, picked)]
         return [out]
 
     def build(self, ctx: NodeContext) -> Kernel:
@@ -275,6 +324,12 @@ class Concat(Op):
         out = TensorInfo(shape, t)
         if all(i.value is not None for i in ctx.inputs):
             out.value = np.concatenate([i.value for i in ctx.inputs], axis=axis)
+        elif len(shape) == 1 and shape[0] != -1 and t in INT_TYPES:
+            elems: list[int | None] = []
+            for info in ctx.inputs:
+                p = partial_of(info)
+                elems += p if p is not None else [None] * info.shape[0]
+            return [with_partial(shape, t, elems)]
         return [out]
 
     def build(self, ctx: NodeContext) -> Kernel:
@@ -291,22 +346,27 @@ class Concat(Op):
 # ---- Reshape -------------------------------------------------------------------------------
 
 
-def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int], special_zero: bool) -> tuple[int, ...]:
-    """OpenVINO's Reshape-1 rule; -1 in `in_shape` marks dynamic dims (then the result may keep -1)."""
+def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int | None], special_zero: bool
+                  ) -> tuple[int, ...]:
+    """OpenVINO's Reshape-1 rule; -1 in `in_shape` marks dynamic dims and None in `pattern` unknown
+    elements (then the result may keep -1 dims, checked again with concrete shapes at run time)."""
+    shown = _fmt_pattern(pattern)
     out: list[int] = []
     minus = None
     copied: set[int] = set()
     for i, v in enumerate(pattern):
-        if v == -1:
+        if v is None:  # not known at load time
+            out.append(-1)
+        elif v == -1:
             if minus is not None:
-                raise fail("IRN032", f"target shape {pattern} has more than one -1")
+                raise fail("IRN032", f"target shape {shown} has more than one -1")
             minus = i
             out.append(-1)
         elif v < -1:
-            raise fail("IRN032", f"target shape {pattern}: value {v} at index {i} is invalid (must be >= -1)")
+            raise fail("IRN032", f"target shape {shown}: value {v} at index {i} is invalid (must be >= -1)")
         elif v == 0 and special_zero:
             if in_shape is not None and i >= len(in_shape):
-                raise fail("IRN032", f"target shape {pattern}: 0 at index {i} copies input dim {i} (special_zero), "
+                raise fail("IRN032", f"target shape {shown}: 0 at index {i} copies input dim {i} (special_zero), "
                                      f"but the input {fmt_shape(in_shape)} has rank {len(in_shape)}")
             out.append(in_shape[i] if in_shape is not None else -1)
             copied.add(i)
@@ -323,10 +383,10 @@ def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int], special_
         if no == 0:
             if ni != 0:
                 raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to "
-                                     f"{pattern}: the dims other than -1 multiply to 0")
+                                     f"{shown}: the dims other than -1 multiply to 0")
             out[minus] = 1
         elif ni % no:
-            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to {pattern}: "
+            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to {shown}: "
                                  f"{ni} is not divisible by {no}, so the -1 at index {minus} has no integer size")
         else:
             out[minus] = ni // no
@@ -349,16 +409,16 @@ class Reshape(Op):
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         x = ctx.inputs[0]
         target = _int_tensor(ctx, 1, "target shape", ranks=(1,))
-        pattern = _values(target)
+        pattern = partial_of(target)
         sz = ctx.attrs["special_zero"]
         if pattern is None:
             if target.shape is None or target.shape[0] == -1:
                 return [TensorInfo(None, x.dtype)]
-            return [TensorInfo((-1,) * target.shape[0], x.dtype)]
+            pattern = [None] * target.shape[0]
         out = TensorInfo(reshape_shape(x.shape, pattern, sz), x.dtype)
-        if x.value is not None:
+        if x.value is not None and -1 not in out.shape:
             out.value = x.value.reshape(out.shape)
-        return [out]
+        return [_carry(x, out)]
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
@@ -409,7 +469,7 @@ class _SqueezeBase(Op):
         out = TensorInfo(squeeze_shape(x.shape, axes, self._skip(ctx)), x.dtype)
         if x.value is not None and out.shape is not None:
             out.value = x.value.reshape(out.shape)
-        return [out]
+        return [_carry(x, out)]
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
@@ -489,7 +549,7 @@ class Unsqueeze(Op):
         out = TensorInfo(unsqueeze_shape(x.shape, raw), x.dtype)
         if x.value is not None:
             out.value = x.value.reshape(out.shape)
-        return [out]
+        return [_carry(x, out)]
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
@@ -524,39 +584,41 @@ def _mode3(text: str) -> str:
     raise AttrError(f"'{text}' is not one of numpy, explicit, bidirectional")
 
 
-def broadcast_target_shape(data: tuple[int, ...], target: list[int], mode: str, mapping: list[int] | None
+def broadcast_target_shape(data: tuple[int, ...], target: list[int | None], mode: str, mapping: list[int] | None
                            ) -> tuple[int, ...]:
-    """Output shape of Broadcast; data dims may be -1."""
+    """Output shape of Broadcast; data dims may be -1 and target elements None (not known at load)."""
+    shown = _fmt_pattern(target)
     for k, t in enumerate(target):
-        if t < 0:
-            raise fail("IRN032", f"target_shape {target} has a negative value at index {k}")
+        if t is not None and t < 0:
+            raise fail("IRN032", f"target_shape {shown} has a negative value at index {k}")
+    tdims = tuple(-1 if t is None else t for t in target)
     r, n = len(data), len(target)
     if mode == "bidirectional":
-        return broadcast_shape(tuple(data), tuple(target), "numpy", ("data", "target_shape"))
+        return broadcast_shape(tuple(data), tdims, "numpy", ("data", "target_shape"))
     if mode == "numpy":
         if n < r:
-            raise fail("IRN032", f"target_shape {target} has rank {n}, smaller than the data rank {r} "
+            raise fail("IRN032", f"target_shape {shown} has rank {n}, smaller than the data rank {r} "
                                  f"{fmt_shape(data)} (numpy mode)")
         for i, d in enumerate(data):
-            t = target[n - r + i]
-            if d not in (1, -1, t):
+            t = tdims[n - r + i]
+            if t != -1 and d not in (1, -1, t):
                 raise fail("IRN032", f"data dim {i} (size {d}) of {fmt_shape(data)} cannot be broadcast to "
-                                     f"target dim {n - r + i} (size {t}) of {target} (numpy mode: it must be 1 or {t})")
-        return tuple(target)
+                                     f"target dim {n - r + i} (size {t}) of {shown} (numpy mode: it must be 1 or {t})")
+        return tdims
     assert mapping is not None
     if len(mapping) != r:
         raise fail("IRN032", f"axes_mapping {mapping} has {len(mapping)} values, the data {fmt_shape(data)} has "
                              f"rank {r}")
     for k, a in enumerate(mapping):
         if not 0 <= a < n:
-            raise fail("IRN032", f"axes_mapping value {a} is out of range [0, {n - 1}] for target_shape {target}")
+            raise fail("IRN032", f"axes_mapping value {a} is out of range [0, {n - 1}] for target_shape {shown}")
         if k and a <= mapping[k - 1]:
             raise fail("IRN032", f"axes_mapping {mapping} must be strictly increasing (Broadcast does not transpose)")
     for k, a in enumerate(mapping):
-        if data[k] not in (1, -1, target[a]):
-            raise fail("IRN032", f"data dim {k} (size {data[k]}) does not match target dim {a} (size {target[a]}) "
-                                 f"named by axes_mapping (explicit mode: it must be 1 or {target[a]})")
-    return tuple(target)
+        if tdims[a] != -1 and data[k] not in (1, -1, tdims[a]):
+            raise fail("IRN032", f"data dim {k} (size {data[k]}) does not match target dim {a} (size {tdims[a]}) "
+                                 f"named by axes_mapping (explicit mode: it must be 1 or {tdims[a]})")
+    return tdims
 
 
 def broadcast(data: np.ndarray, shape: tuple[int, ...], mode: str, mapping: list[int] | None) -> np.ndarray:
@@ -584,22 +646,16 @@ class _BroadcastBase(Op):
         target = _int_tensor(ctx, 1, "target_shape", ranks=(1,))
         mode = ctx.attrs["mode"]
         mapping = self._mapping(ctx, mode)
-        tv = _values(target)
+        tv = partial_of(target)
         if tv is None:
-            if target.shape is None or target.shape[0] == -1 or data.shape is None:
+            if target.shape is None or target.shape[0] == -1:
                 return [TensorInfo(None, data.dtype)]
-            n = target.shape[0]
-            if mode != "bidirectional":
-                if mode == "numpy" and n < len(data.shape):
-                    raise fail("IRN032", f"target_shape has {n} values, fewer than the data rank {len(data.shape)}")
-                return [TensorInfo((-1,) * n, data.dtype)]
-            r = max(n, len(data.shape))
-            pd = (1,) * (r - len(data.shape)) + tuple(data.shape)
-            return [TensorInfo(tuple(d if d not in (1, -1) else -1 for d in pd), data.dtype)]
+            tv = [None] * target.shape[0]
         if data.shape is None:
-            return [TensorInfo(None if mode == "bidirectional" else tuple(tv), data.dtype)]
+            return [TensorInfo(None if mode == "bidirectional" else tuple(-1 if v is None else v for v in tv),
+                               data.dtype)]
         out = TensorInfo(broadcast_target_shape(data.shape, tv, mode, mapping), data.dtype)
-        if data.value is not None:
+        if data.value is not None and None not in tv:
             out.value = broadcast(data.value, out.shape, mode, mapping)
         return [out]
 
