@@ -19,6 +19,7 @@ from .moments import canonical_layout, compute_dtype
 
 _LANES = 8
 _STRIDED_BLOCK = 512
+_PARALLEL_MIN = 1 << 15  # smaller inputs (and single-output reductions) run on one thread
 
 
 @njit(cache=True)
@@ -55,6 +56,37 @@ def _row(code, row):
     return s
 
 
+@njit(cache=True)
+def _strided_task(code, x, out, task, nblk, block):
+    outer, red, inner = x.shape
+    o = task // nblk
+    b0 = (task % nblk) * block
+    b1 = min(b0 + block, inner)
+    w = b1 - b0
+    acc = np.empty(w, np.float64)
+    x0 = x[o, 0]
+    for i in range(w):
+        v = np.float64(x0[b0 + i])
+        acc[i] = v * v if code == SUMSQ else v
+    for r in range(1, red):
+        xr = x[o, r]
+        if code == SUM:
+            for i in range(w):
+                acc[i] += xr[b0 + i]
+        elif code == SUMSQ:
+            for i in range(w):
+                v = np.float64(xr[b0 + i])
+                acc[i] += v * v
+        else:
+            for i in range(w):
+                v = np.float64(xr[b0 + i])
+                a = acc[i]
+                if v > a or (v != v and a == a):
+                    acc[i] = v
+    for i in range(w):
+        out[o, b0 + i] = acc[i]
+
+
 @njit(parallel=True, cache=True)
 def reduce_rows(code, x, out):
     """x: (outer, reduce) C-contiguous, reduce >= 1; out: float64 (outer,)."""
@@ -62,38 +94,25 @@ def reduce_rows(code, x, out):
         out[o] = _row(code, x[o])
 
 
+@njit(cache=True)
+def reduce_rows_serial(code, x, out):
+    for o in range(x.shape[0]):
+        out[o] = _row(code, x[o])
+
+
 @njit(parallel=True, cache=True)
 def reduce_strided(code, x, out, block):
     """x: (outer, reduce, inner) C-contiguous, reduce >= 1; out: float64 (outer, inner)."""
-    outer, red, inner = x.shape
-    nblk = (inner + block - 1) // block
-    for task in prange(outer * nblk):
-        o = task // nblk
-        b0 = (task % nblk) * block
-        b1 = min(b0 + block, inner)
-        w = b1 - b0
-        acc = np.empty(w, np.float64)
-        x0 = x[o, 0]
-        for i in range(w):
-            v = np.float64(x0[b0 + i])
-            acc[i] = v * v if code == SUMSQ else v
-        for r in range(1, red):
-            xr = x[o, r]
-            if code == SUM:
-                for i in range(w):
-                    acc[i] += xr[b0 + i]
-            elif code == SUMSQ:
-                for i in range(w):
-                    v = np.float64(xr[b0 + i])
-                    acc[i] += v * v
-            else:
-                for i in range(w):
-                    v = np.float64(xr[b0 + i])
-                    a = acc[i]
-                    if v > a or (v != v and a == a):
-                        acc[i] = v
-        for i in range(w):
-            out[o, b0 + i] = acc[i]
+    nblk = (x.shape[2] + block - 1) // block
+    for task in prange(x.shape[0] * nblk):
+        _strided_task(code, x, out, task, nblk, block)
+
+
+@njit(cache=True)
+def reduce_strided_serial(code, x, out, block):
+    nblk = (x.shape[2] + block - 1) // block
+    for task in range(x.shape[0] * nblk):
+        _strided_task(code, x, out, task, nblk, block)
 
 
 def reduce(code: int, x: np.ndarray, axes: list[int]) -> np.ndarray:
@@ -107,8 +126,10 @@ def reduce(code: int, x: np.ndarray, axes: list[int]) -> np.ndarray:
     out = np.empty(outer * inner, np.float64)
     if out.size == 0:
         return out.reshape(out_shape)
+    small = xc.size < _PARALLEL_MIN or outer * inner == 1
     if inner == 1:
-        reduce_rows(code, xc.reshape(outer, red), out)
+        (reduce_rows_serial if small else reduce_rows)(code, xc.reshape(outer, red), out)
     else:
-        reduce_strided(code, xc.reshape(outer, red, inner), out.reshape(outer, inner), _STRIDED_BLOCK)
+        (reduce_strided_serial if small else reduce_strided)(code, xc.reshape(outer, red, inner),
+                                                             out.reshape(outer, inner), _STRIDED_BLOCK)
     return out.reshape(out_shape)
