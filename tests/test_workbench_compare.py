@@ -280,3 +280,18 @@ def test_subprocess_python_m_irnorm_compare(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "irnorm", "compare", str(xml), "--against", "reference"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0 and "no divergence" in proc.stdout
+
+
+def test_layers_with_a_shared_name_are_reported_not_guessed(tmp_path):
+    x = ops.parameter([2, 6, 3], np.float32, name="x")
+    a = ops.normalize_l2(x, ops.constant(np.array([1], np.int64)), 1e-6, "add")
+    b = ops.normalize_l2(a, ops.constant(np.array([2], np.int64)), 1e-6, "add")
+    c = ops.normalize_l2(b, ops.constant(np.array([], np.int64)), 1e-6, "add")
+    for n, name in ((a, "twin"), (b, "twin"), (c, "last")):
+        n.set_friendly_name(name)
+    xml = _save(ov.Model([ops.result(c)], [x], "twins"), tmp_path / "twins.xml")
+    report = irnorm.compare(xml, "openvino")
+    assert [(r.name, r.status, r.note) for r in report.layers] == [
+        ("twin", "skipped", "layer name is not unique in the IR"),
+        ("twin", "skipped", "layer name is not unique in the IR"),
+        ("last", "ok", "")]  # rank 3: the CPU applies the empty-axes rule here
