@@ -367,6 +367,11 @@ class Model:
         ``profile=True`` times every layer's kernel.  With either, the result is a
         :class:`RunResult` (still the same dict) carrying ``.captures`` / ``.profile``.
         ``on_layer(node, outputs, seconds)`` is called as each layer is produced (see LayerHook)."""
+        if (capture is None or capture is False) and not profile and on_layer is None:
+            arrays = self._bind(inputs, cast)
+            if self._dynamic:
+                self._reinfer(arrays)
+            return self._execute(arrays, None)
         cap_nodes = None if capture is None or capture is False else self._capture_nodes(capture)
         arrays = self._bind(inputs, cast)
         if self._dynamic:
