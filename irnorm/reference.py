@@ -154,12 +154,12 @@ def mvn6(
 def mvn1_axes(rank: int, across_channels: bool, reduction_axes: Sequence[int] | None) -> tuple[int, ...]:
     """Effective reduction axes of OpenVINO MVN-1 (notes section 11, "MVN-1").
 
-    ``reduction_axes`` wins whenever it is given (not None), even if empty: OpenVINO's serializer
-    writes both attributes and the reader recomputes ``across_channels`` from the axes.
-    Otherwise ``across_channels`` true gives [1..rank-1] and false gives [2..rank-1] (empty at
-    rank 2).  Returned normalized: non-negative, sorted, unique.
+    A non-empty ``reduction_axes`` wins: OpenVINO's serializer writes both attributes and the
+    reader recomputes ``across_channels`` from the axes.  OpenVINO's reader treats an empty
+    ``reduction_axes`` like an absent one, so then ``across_channels`` true gives [1..rank-1] and
+    false gives [2..rank-1] (empty at rank 2).  Returned normalized: non-negative, sorted, unique.
     """
-    if reduction_axes is not None:
+    if reduction_axes:
         return _axes(reduction_axes, rank)
     return tuple(range(1 if across_channels else 2, rank))
 

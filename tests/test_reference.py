@@ -321,7 +321,8 @@ def test_mvn1_axes_and_formula() -> None:
     assert R.mvn1_axes(2, False, None) == ()
     assert R.mvn1_axes(4, False, [1, 2]) == (1, 2)  # reduction_axes wins over across_channels
     assert R.mvn1_axes(4, True, [3, -2]) == (2, 3)
-    assert R.mvn1_axes(4, True, []) == ()
+    assert R.mvn1_axes(4, True, []) == (1, 2, 3)  # empty reduction_axes reads as absent (OpenVINO reader)
+    assert R.mvn1_axes(4, False, []) == (2, 3)
     x = np.random.default_rng(7).standard_normal((2, 3, 4))
     np.testing.assert_array_equal(
         R.mvn1(x, False, None, True, 1e-9), R.mvn6(x, [2], True, 1e-9, "inside_sqrt")
