@@ -238,6 +238,34 @@ def test_f16_is_computed_in_f32_and_rounded_per_op(tmp_path):
     assert np.isinf(out["y"]).any()
 
 
+def test_f16_conversion_kernels_are_bit_exact():
+    from irnorm.kernels import elementwise as kern
+
+    every_half = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    with np.errstate(all="ignore"):
+        want = every_half.astype(np.float32)
+    got = kern.f16_to_f32(every_half)
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all()
+    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
+    rng = np.random.default_rng(10)
+    finite = want[np.isfinite(want)].astype(np.float64)
+    ulp = np.abs(finite) * 2.0 ** -11
+    f = np.concatenate([
+        (rng.standard_normal(200_000) * 10.0 ** rng.uniform(-9, 6, 200_000)),
+        finite, finite + ulp / 2, finite - ulp / 2, finite + ulp / 3,  # ties and near-ties
+        [np.inf, -np.inf, np.nan, -0.0, 65504, 65519.996, 65520, 1e9, 2.0 ** -24, 2.0 ** -25, 2.0 ** -26,
+         3 * 2.0 ** -26, 2.0 ** -14 * (1 - 2.0 ** -12)],
+    ]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        want16 = f.astype(np.float16)
+    got16 = kern.f32_to_f16(f)
+    nan = np.isnan(want16)
+    assert (np.isnan(got16) == nan).all()
+    np.testing.assert_array_equal(got16.view(np.uint16)[~nan], want16.view(np.uint16)[~nan])
+
+
 def test_nan_propagates_through_maximum_and_minimum():
     from irnorm.kernels import elementwise as kern
 

@@ -66,9 +66,11 @@ def test_reductions_match_openvino(tmp_path, dtype):
 @requires_openvino
 def test_large_reductions_use_the_parallel_kernels_and_match_openvino(tmp_path):
     rng = np.random.default_rng(13)
-    for k, (shape, axes) in enumerate([((4, 3000, 64), [1]), ((64, 4096), [-1]), ((8, 16, 32, 32), [0, 2, 3])]):
-        xml = save(_model(shape, np.float32, axes, keep=True), tmp_path, f"big{k}")
-        compare_with_openvino(xml, {"x": (rng.standard_normal(shape) + 5).astype(np.float32)})
+    cases = [((4, 3000, 64), [1], np.float32), ((64, 4096), [-1], np.float32), ((8, 16, 32, 32), [0, 2, 3], np.float32),
+             ((4, 3000, 64), [1, 2], np.float16)]
+    for k, (shape, axes, dtype) in enumerate(cases):
+        xml = save(_model(shape, dtype, axes, keep=True, kinds=("mean", "max", "l2")), tmp_path, f"big{k}")
+        compare_with_openvino(xml, {"x": (rng.standard_normal(shape) + 5).astype(dtype)})
 
 
 @requires_openvino

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..ops.reduce import MAX, SUM, SUMSQ
+from .elementwise import f16_to_f32
 from .moments import canonical_layout, compute_dtype
 
 _LANES = 8
@@ -121,6 +122,8 @@ def reduce(code: int, x: np.ndarray, axes: list[int]) -> np.ndarray:
     out_shape = tuple(d for k, d in enumerate(x.shape) if k not in axes)
     perm, outer, red, inner = canonical_layout(x.shape, axes)
     cdt = compute_dtype(x.dtype)
+    if x.dtype == np.float16 and x.size >= _PARALLEL_MIN:
+        x = f16_to_f32(x)  # several times faster than numpy's conversion
     xc = x.transpose(perm) if perm is not None else x
     xc = np.ascontiguousarray(xc, dtype=cdt)
     out = np.empty(outer * inner, np.float64)
