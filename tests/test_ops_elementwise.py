@@ -110,10 +110,10 @@ def test_dynamic_shapes_run_with_any_fitting_shape(tmp_path):
 
 
 @requires_openvino
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 def test_unary_ops_match_openvino(tmp_path, dtype):
     rng = np.random.default_rng(6)
-    x = op1.parameter([-1, 5], dtype, name="x")
+    x = op1.parameter([-1, 5], ov.Type.bf16 if dtype is ml_dtypes.bfloat16 else dtype, name="x")
     outs = []
     for name in UNARY:
         arg = op1.abs(x) if name in ("sqrt", "log") else x

@@ -4,6 +4,7 @@ shapes, zero-size and empty axes), the Numba kernel against numpy in float64, an
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from irbuilder import IRBuilder, expect_error
@@ -152,7 +153,7 @@ def test_kernel_matches_float64_numpy():
     for _ in range(40):
         shape, axes = _random_case(rng)
         axes = sorted({a % len(shape) for a in axes})
-        for dtype in (np.float32, np.float64, np.float16):
+        for dtype in (np.float32, np.float64, np.float16, ml_dtypes.bfloat16):
             x = (rng.standard_normal(shape) * 10 + 100).astype(dtype)
             x64 = x.astype(np.float64)
             ax = tuple(axes)
