@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Diagnostic, InputError, ResourceLimitError, ValidationError
+from ..errors import Diagnostic, InputError, IrnormError, ResourceLimitError, ValidationError
 from ..ir.dtypes import ELEMENT_TYPES
 from ..ir.graph import ABSURD_BYTES, Graph, Node
 from ..ops.base import NodeContext, RuleError, TensorInfo, fmt_shape
@@ -43,7 +43,7 @@ class TensorSpec:
 
     @property
     def is_dynamic(self) -> bool:
-        return any(d == -1 for d in self.shape)
+        return self.shape is None or any(d == -1 for d in self.shape)
 
     def __repr__(self) -> str:
         return f"TensorSpec(name={self.name!r}, shape={fmt_shape(self.shape)}, dtype={self.element_type})"
@@ -200,6 +200,8 @@ class Model:
             if i in live:
                 continue
             live.add(i)
+            if all(o is not None and o.value is not None for o in g.nodes[i].outputs):
+                continue  # folded: what produced it (e.g. a ShapeOf) never runs
             stack.extend(s[0] for s in g.nodes[i].sources if s is not None)
         self._constants: dict[tuple[int, int], np.ndarray] = {}
         steps: list[Step] = []
@@ -451,12 +453,20 @@ class Model:
                 hook(self.graph.nodes[pi], [arr], 0.0)
         for st in self._steps:
             ins = [values[a] for a in st.args]
-            if hook is None:
-                outs = st.kernel(ins)
-            else:
-                t0 = time.perf_counter()
-                outs = st.kernel(ins)
-                hook(st.node, outs, time.perf_counter() - t0)
+            try:
+                if hook is None:
+                    outs = st.kernel(ins)
+                else:
+                    t0 = time.perf_counter()
+                    outs = st.kernel(ins)
+                    hook(st.node, outs, time.perf_counter() - t0)
+            except RuleError as e:  # a data-dependent rule (e.g. integer division by zero)
+                raise InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
+                                            **st.node.layer.where(self.path))) from None
+            except IrnormError as e:
+                for d in e.diagnostics:
+                    d.file = d.file or self.path
+                raise
             for k, o in enumerate(outs):
                 values[(st.node.index, k)] = o
             for a in st.frees:
