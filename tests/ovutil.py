@@ -86,7 +86,7 @@ def assert_close(got: np.ndarray, exp: np.ndarray, what: str = "", tol: tuple[fl
                  scale_atol: bool = True) -> None:
     """Compare in float64 with per-dtype tolerances; atol is relative to max|exp| when scale_atol."""
     assert got.shape == exp.shape, f"{what}: shape {got.shape} != {exp.shape}"
-    rtol, atol = tol or TOLERANCE[exp.dtype.name]
+    rtol, atol = tol or TOLERANCE.get(exp.dtype.name, (0.0, 0.0))  # integers and bools: exact
     g, e = got.astype(np.float64), exp.astype(np.float64)
     ref = float(np.nanmax(np.abs(e))) if e.size and np.isfinite(e).any() else 1.0
     if scale_atol:

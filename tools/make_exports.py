@@ -140,6 +140,17 @@ class L2Plumbing(torch.nn.Module):
         return torch.cat([t, t * t], dim=1), t.sum(dim=(1, 2))
 
 
+class ClampedLayerNorm(torch.nn.Module):
+    """LayerNorm followed by torch.clamp: OpenVINO writes a Clamp layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        return torch.clamp(self.ln(x), -1.0, 1.5)
+
+
 def _torch(name: str, factory: Callable[[], torch.nn.Module]) -> Callable[[bool], torch.nn.Module]:
     return lambda dynamic: _randomized(factory(), name)
 
@@ -266,6 +277,8 @@ MODELS: tuple[Spec, ...] = (
                 "GroupNorm(3 groups, 6 channels) written with reshape/mean/var/sqrt"),
     _torch_spec("l2_plumbing", L2Plumbing, (Input("x", (2, 5, 4), (0, 2)),),
                 "vector_norm/clamp_min/expand/unsqueeze/squeeze/cat/sum around an L2 normalisation"),
+    _torch_spec("clamped_layernorm", ClampedLayerNorm, (Input("x", (2, 3, 8), (0, 1)),),
+                "torch.nn.LayerNorm(8) then torch.clamp(-1, 1.5) (a Clamp layer)"),
     _onnx_spec("layernorm17", onnx_layernorm17, (2, 3, 8), (0, 1),
                "ONNX LayerNormalization-17 (axis=-1, epsilon=1e-5), scale/bias [8]", loc=0.5),
     _onnx_spec("layernorm17_axis1", onnx_layernorm17_axis1, (2, 3, 8), (0,),

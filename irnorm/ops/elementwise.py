@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..ir.attrs import AttrError, AttrSchema, optional, parse_bool
+from ..ir.attrs import Attr, AttrError, AttrSchema, optional, parse_bool, parse_float
 from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES
 from .base import Kernel, NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_same_type
 
@@ -412,3 +412,38 @@ class Tanh(_Unary):
     type = "Tanh"
     code = TANH
     doc = "tanh(x), floating-point."
+
+
+@register
+class Clamp(Op):
+    type = "Clamp"
+    version = 1
+    opsets = (1, None)
+    schema = AttrSchema([Attr("min", parse_float), Attr("max", parse_float)])
+    doc = ("min(max(x, min), max); `min <= max`. Integer data clamps to ceil(min)..floor(max). NaN stays NaN "
+           "(OpenVINO's reference; its CPU plugin returns `min` for NaN).")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        lo, hi = ctx.attrs["min"], ctx.attrs["max"]
+        if lo > hi:
+            raise fail("IRN023", f"min={lo} is greater than max={hi}")
+        if x.dtype == "boolean":
+            raise fail("IRN033", "Clamp needs a numeric input, got boolean")
+        out = TensorInfo(x.shape, x.dtype)
+        if x.value is not None:
+            out.value = clamp(x.value, lo, hi)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        lo, hi = ctx.attrs["min"], ctx.attrs["max"]
+        return lambda ins: [clamp(ins[0], lo, hi)]
+
+
+def clamp(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    if is_float_dtype(x.dtype):
+        cdt = compute_dtype(x.dtype)
+        return cast(np.clip(x.astype(cdt, copy=False), cdt.type(lo), cdt.type(hi)), x.dtype)
+    info = np.iinfo(x.dtype)
+    ilo, ihi = max(math.ceil(lo), info.min), min(math.floor(hi), info.max)
+    return np.clip(x, ilo, ihi).astype(x.dtype)

@@ -96,6 +96,26 @@ class Convert(Op):
         return run
 
 
+@register
+class ConvertLike(Op):
+    type = "ConvertLike"
+    version = 1
+    opsets = (1, None)
+    inputs = (2, 2)
+    doc = "Convert input 0 to the element type of input 1 (whose values are not used); same rules as Convert."
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x, like = ctx.inputs
+        out = TensorInfo(x.shape, like.dtype)
+        if x.value is not None:
+            out.value = convert(x.value, ELEMENT_TYPES[like.dtype])
+        return [out]
+
+    def build(self, ctx: NodeContext):
+        dst = ELEMENT_TYPES[ctx.inputs[1].dtype]
+        return lambda ins: [convert(ins[0], dst)]
+
+
 def convert(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     if dst == np.bool_:
         return np.asarray(x != 0)
