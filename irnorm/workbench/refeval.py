@@ -135,14 +135,25 @@ def _scale(c: RefCall) -> list[np.ndarray]:
 # ---- plumbing: numpy -------------------------------------------------------------------
 
 
-def _convert(c: RefCall) -> list[np.ndarray]:
-    dst = c.a("destination_type")
+def _convert(c: RefCall, dst: str | None = None) -> list[np.ndarray]:
+    dst = dst or c.a("destination_type")
     if dst in FLOAT_TYPES:
         return [as_ref_value(c.ins[0])]  # float64 stays float64: no rounding to f16/bf16
     x = c.ins[0]
     if ELEMENT_TYPES[dst] == np.bool_:
         return [x != 0]
     return [R.convert(np.trunc(x) if x.dtype.kind == "f" else x, ELEMENT_TYPES[dst])]
+
+
+def _convert_like(c: RefCall) -> list[np.ndarray]:
+    return _convert(c, c.out_types[0])
+
+
+def _clamp(c: RefCall) -> list[np.ndarray]:
+    x, lo, hi = c.ins[0], float(c.a("min")), float(c.a("max"))
+    if x.dtype.kind != "f":
+        lo, hi = float(np.ceil(lo)), float(np.floor(hi))
+    return [np.clip(x, lo, hi).astype(x.dtype)]
 
 
 def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RefFn:
@@ -278,6 +289,8 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Const": _structural,
     "Result": _structural,
     "Convert": _convert,
+    "ConvertLike": _convert_like,
+    "Clamp": _clamp,
     "NormalizeL2": _normalize_l2,
     "GroupNormalization": _group_norm,
     "MVN": {1: _mvn1, 6: _mvn6},
