@@ -104,12 +104,12 @@ def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
     x = (np.random.default_rng(2).standard_normal((outer, red)) * 3 + (4 if center else 0)).astype(dtype)
     xk = M._kernel_view(x)
     t = np.float64 if dtype == np.float64 else np.float32
-    sc, bi = _kernel_args(x, seg, o_mod, t)
+    sc, bi = _kernel_args(x, seg, o_mod, t)  # the compute type travels as scale's dtype
     outs = []
     for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
         y = np.empty_like(xk)
         s, m = np.zeros(outer), np.zeros(outer)
-        kern(xk, y, center, mode, 1e-5, sc, bi, o_mod, seg, True, s, m, t)
+        kern(xk, y, center, mode, 1e-5, sc, bi, o_mod, seg, True, s, m)
         outs.append((y.tobytes(), s.tobytes(), m.tobytes()))
     assert outs[0] == outs[1] == outs[2]
     # and the values are right
@@ -128,16 +128,22 @@ def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 def test_strided_kernels_agree_bit_for_bit(dtype) -> None:
+    """Serial or parallel, any column-block width: a column's arithmetic is its own."""
     x = (np.random.default_rng(3).standard_normal((3, 37, 1000)) * 2 + 1).astype(dtype)
     xk = M._kernel_view(x)
     sc, bi = np.ones(3, np.float32), np.zeros(3, np.float32)
     outs = []
-    for kern in (M.strided_serial, M.strided_parallel):
+    for kern, block in ((M.strided_serial, 1000), (M.strided_parallel, 1000), (M.strided_parallel, 48),
+                        (M.strided_serial, 333), (M.strided_parallel, M.strided_block(3, 37, 1000))):
         y = np.empty_like(xk)
         s, m = np.zeros((3, 1000)), np.zeros((3, 1000))
-        kern(xk, y, True, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 37, M.strided_block(37, 1000), True, s, m, np.float32)
+        kern(xk, y, True, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 37, block, True, s, m)
         outs.append((y.tobytes(), s.tobytes(), m.tobytes()))
-    assert outs[0] == outs[1]
+    assert all(o == outs[0] for o in outs[1:])
+    want = R.mvn6(x.astype(np.float64), [1], True, 1e-5, "inside_sqrt")
+    got = np.frombuffer(outs[0][0], xk.dtype).view(x.dtype).reshape(x.shape).astype(np.float64)
+    tol = 2e-6 if dtype == np.float32 else 1e-3
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
 # ---------------------------------------------------------------------------------------------

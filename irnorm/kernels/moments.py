@@ -3,9 +3,9 @@
 Any reduction over a set of axes is first canonicalized to a contiguous
 ``(outer, reduce, inner)`` view (a transpose copy only when the axes cannot be
 made contiguous).  For each (outer, inner) slice the kernel computes stable
-moments accumulated in float64 (mean, then the sum of squared deviations about
-it; no E[x^2]-E[x]^2 cancellation), turns them into ``shift`` and ``mult`` by
-the op's finalize rule, and applies
+moments (mean, then the sum of squared deviations about it: no
+E[x^2]-E[x]^2 cancellation), turns them into ``shift`` and ``mult`` by the op's
+finalize rule, and applies
 
     y = (x - shift) * mult * scale[k] + bias[k]
 
@@ -16,27 +16,42 @@ per-instance scale, and elementwise (seg_len=1) layer-norm scale.
 
 How the arithmetic is organized (and why):
 
-* Rows (inner == 1) are cut into fixed chunks of ``CHUNK`` elements.  Each
-  chunk gets an exact two-pass mean and M2 (the second pass re-reads the chunk
-  from L1), and chunks are merged in chunk order with Chan's formula.  A chunk
-  is thus read from memory once for the statistics and once for the output.
+* Rows (inner == 1) are cut into fixed chunks of ``CHUNK`` elements.  A chunk
+  gets a provisional mean m (pass 1), then sum(x - m) and sum((x - m)^2)
+  (pass 2, from L1), both as compute-type vector-lane sums of a few dozen terms
+  each; float64 then corrects them exactly (mean = m + sum(d)/n, M2 = sum(d^2)
+  - sum(d)^2/n) and merges chunks in order with Chan's formula.  Rounding is
+  thus relative to the spread, not to the magnitude of x, and a chunk is read
+  from memory once for the statistics and once for the output.  The strided
+  path (inner > 1) does the same per column over chunks of ``RCHUNK`` rows.
+* A chunk whose compute-type squares could have overflowed or lost bits to
+  underflow (or that holds inf/NaN) is redone in float64.  Callers that ask for
+  the statistics (``want_stats``) get plain float64 two-pass sums throughout.
 * Every element's arithmetic is fixed by the data layout alone (chunk
   boundaries, merge order, lane structure of the compiled loops), never by the
   thread count or the work split: whole rows per task when there are enough
   rows, (row, chunk) tasks when there are few long rows, one serial call for
   tiny tensors (a parallel launch costs microseconds) -- same bits every way.
-* Sums use float64 with reassociation allowed *inside one chunk's loop only*
-  (``fastmath={"reassoc"}``), so LLVM vectorizes them with a fixed lane count.
-* The float64 shift is applied as two float32 parts (``(x - hi) - lo``), so a
-  large mean with a small spread loses no low bits (mean 1e4, std 1e-2 stays
-  exact to float32 rounding of the result).
+* Reassociation is allowed only for the in-chunk lane sums
+  (``fastmath={"reassoc"}`` on those loops, with ``x - m`` computed outside
+  the fastmath scope) so that LLVM vectorizes them with a fixed lane count.
+* The float64 shift is applied as two compute-type parts (``(x - hi) - lo``),
+  so a large mean with a small spread loses no low bits (mean 1e4, std 1e-2
+  stays exact to the float32 rounding of the result).
 * f16 data is converted inside the kernels (F16C ``vcvtph2ps``/``vcvtps2ph``,
   round to nearest even, via LLVM ``half``), bf16 by exact bit shifts (round
-  to nearest even on the way out), so no widened copies are made.
+  to nearest even on the way out, like ml_dtypes), so no widened copies are made.
+* Division by zero follows numpy (error_model="numpy"): eps=0 on a constant
+  slice gives NaN, never an exception.
+* ``cache=True`` everywhere: compiled kernels persist across processes in
+  ``__pycache__`` beside this file, or -- when that directory is not writable
+  (a read-only install) -- in Numba's per-user cache directory
+  (``$NUMBA_CACHE_DIR`` if set, else ``~/.cache/numba`` style locations).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -52,6 +67,7 @@ L2_ADD = 3  # 1 / sqrt(sum x^2 + eps)   (NormalizeL2 add, no centering)
 L2_MAX = 4  # 1 / sqrt(max(sum x^2, eps))  (NormalizeL2 max, no centering)
 
 CHUNK = 2048  # elements per statistics chunk: L1-resident for pass 2, a few dozen terms per vector lane
+RCHUNK = 32  # rows per statistics chunk of the strided (inner > 1) path: terms per compute-type sum
 _REDUCE_FM = {"reassoc"}  # only reassociation: lets LLVM vectorize the float64 sums; nothing else
 
 # ---- element conversion: f32/f64 pass through; f16 arrives as uint16 bits, bf16 as int16 bits ------
@@ -150,6 +166,22 @@ def _store_impl(out, i, v):
     return None
 
 
+def cast_like(v, like):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """v converted to the element type of the array `like` (the compute type travels as the scale
+    array's dtype: a numpy type class as a kernel argument costs ~4 us per call to dispatch)."""
+    raise NotImplementedError
+
+
+@overload(cast_like, inline="always")
+def _cast_like_impl(v, like):
+    dt = like.dtype
+
+    def impl(v, like):
+        return dt(v)
+
+    return impl
+
+
 # ---- statistics ---------------------------------------------------------------------------------
 
 
@@ -174,9 +206,9 @@ def _dev(v, m):
 
 
 @njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
-def _chunk_sum(xs, t):
+def _chunk_sum(xs, like):
     """Sum of one chunk in the compute type (vector lanes; a few dozen terms per lane)."""
-    s = t(0.0)
+    s = cast_like(0.0, like)
     for i in range(xs.shape[0]):
         s += load(xs[i])
     return s
@@ -195,8 +227,8 @@ def _chunk_dev(xs, m):
 
 
 @njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
-def _chunk_sumsq(xs, t):
-    s = t(0.0)
+def _chunk_sumsq(xs, like):
+    s = cast_like(0.0, like)
     for i in range(xs.shape[0]):
         v = load(xs[i])
         s += v * v
@@ -227,21 +259,25 @@ _SAFE_MAX = 1e37
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _chunk_stats(xs, center, t):
+def _chunk_stats(xs, center, like, exact):
     """(mean, M2) of one chunk in float64; without centering (0, sum x^2).
 
     Pass 1 gives a provisional mean m (compute type); pass 2 (from L1) sums d = x - m and d^2, and
     the float64 result is corrected exactly: mean = m + sum(d)/n, M2 = sum(d^2) - sum(d)^2/n.  Only
     the in-chunk lane sums run in the compute type, over CHUNK elements: their error is relative to
     the spread about m, not to the magnitude of x (no E[x^2]-E[x]^2 cancellation).  A chunk whose
-    squares could have overflowed or underflowed (or that holds inf/NaN) is redone in float64."""
+    squares could have overflowed or underflowed (or that holds inf/NaN) is redone in float64.
+    With `exact` (callers that return the statistics) both passes run in float64."""
     n = xs.shape[0]
+    if exact:
+        mean = _chunk_sum64(xs) / n if center else 0.0
+        return mean, _chunk_sqdev64(xs, mean)
     if not center:
-        q = np.float64(_chunk_sumsq(xs, t))
+        q = np.float64(_chunk_sumsq(xs, like))
         if not (q >= _SAFE_MIN and q <= _SAFE_MAX):
             q = _chunk_sqdev64(xs, 0.0)
         return 0.0, q
-    m = t(_chunk_sum(xs, t) / n)
+    m = cast_like(_chunk_sum(xs, like) / n, like)
     s1, s2 = _chunk_dev(xs, m)
     q = np.float64(s2)
     if q >= _SAFE_MIN and q <= _SAFE_MAX:
@@ -261,14 +297,14 @@ def _merge(cnt, mean, m2, nc, mc, m2c):
 
 
 @njit(cache=True, error_model="numpy")
-def _row_stats(row, center, t):
+def _row_stats(row, center, like, exact):
     n = row.shape[0]
     cnt = 0
     mean = 0.0
     m2 = 0.0
     for c0 in range(0, n, CHUNK):
         xs = row[c0:min(c0 + CHUNK, n)]
-        mc, m2c = _chunk_stats(xs, center, t)
+        mc, m2c = _chunk_stats(xs, center, like, exact)
         cnt, mean, m2 = _merge(cnt, mean, m2, xs.shape[0], mc, m2c)
     return mean, m2
 
@@ -277,10 +313,10 @@ def _row_stats(row, center, t):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _split(shift, t):
+def _split(shift, like):
     """A float64 shift as two compute-type parts hi + lo (lo carries the bits hi rounds away)."""
-    hi = t(shift)
-    return hi, t(shift - np.float64(hi))
+    hi = cast_like(shift, like)
+    return hi, cast_like(shift - np.float64(hi), like)
 
 
 @njit(cache=True, error_model="numpy")
@@ -308,41 +344,41 @@ def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, t):
+def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, like):
     mult = _finalize(m2, red, mode, eps)
     if want:
         shift_out[o] = mean
         mult_out[o] = mult
-    hi, lo = _split(mean, t)
-    return hi, lo, t(mult)
+    hi, lo = _split(mean, like)
+    return hi, lo, cast_like(mult, like)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+def _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     red = x.shape[1]
     row = x[o]
-    mean, m2 = _row_stats(row, center, t)
-    hi, lo, mu = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, t)
+    mean, m2 = _row_stats(row, center, scale, want)
+    hi, lo, mu = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, scale)
     nseg = red // seg_len
     _apply_span(row, out[o], 0, hi, lo, mu, scale, bias, (o % o_mod) * nseg, seg_len)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     """inner == 1, one task per row (x, out: (outer, reduce) C-contiguous)."""
     for o in prange(x.shape[0]):
-        _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t)
+        _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
 
 
 @njit(cache=True, error_model="numpy")
-def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     """rows_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
     for o in range(x.shape[0]):
-        _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t)
+        _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out, t):
+def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     """inner == 1 with few long rows: (row, chunk) tasks for the statistics and for the output,
     the chunk merge in between per row, in chunk order (so identical to rows_parallel)."""
     outer, red = x.shape
@@ -352,12 +388,12 @@ def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shi
     for task in prange(outer * nch):
         o = task // nch
         c0 = (task - o * nch) * CHUNK
-        mc, m2c = _chunk_stats(x[o, c0:min(c0 + CHUNK, red)], center, t)
+        mc, m2c = _chunk_stats(x[o, c0:min(c0 + CHUNK, red)], center, scale, want)
         cm[task] = mc
         cm2[task] = m2c
-    his = np.empty(outer, t)
-    los = np.empty(outer, t)
-    mus = np.empty(outer, t)
+    his = np.empty(outer, scale.dtype)
+    los = np.empty(outer, scale.dtype)
+    mus = np.empty(outer, scale.dtype)
     for o in range(outer):
         cnt = 0
         mean = 0.0
@@ -365,7 +401,7 @@ def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shi
         for c in range(nch):
             c0 = c * CHUNK
             cnt, mean, m2 = _merge(cnt, mean, m2, min(c0 + CHUNK, red) - c0, cm[o * nch + c], cm2[o * nch + c])
-        his[o], los[o], mus[o] = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, t)
+        his[o], los[o], mus[o] = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, scale)
     nseg = red // seg_len
     for task in prange(outer * nch):
         o = task // nch
@@ -375,68 +411,136 @@ def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shi
                     seg_len)
 
 
+@njit(cache=True, error_model="numpy")
+def _column_chunk64(xo, r0, r1, col, center):
+    """float64 (mean, M2) of one column over rows [r0, r1): the redo for a column chunk whose
+    compute-type sums left the safe range (and for inf/NaN)."""
+    n = r1 - r0
+    mean = 0.0
+    if center:
+        for r in range(r0, r1):
+            mean += np.float64(load(xo[r, col]))
+        mean /= n
+    q = 0.0
+    for r in range(r0, r1):
+        d = np.float64(load(xo[r, col])) - mean
+        q += d * d
+    return mean, q
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
-                  mult_out, t):
+                  mult_out):
+    """Statistics per column of one (outer, column block) slab, then its output.
+
+    Rows are taken in chunks of RCHUNK: per column a compute-type provisional mean m over the chunk,
+    then sum(x - m) and sum((x - m)^2) in the compute type, corrected and Chan-merged in float64 in
+    row order -- the column analogue of the row chunks.  The loops run across columns (no
+    reassociation needed), so a column's arithmetic depends on nothing but its own values.  With
+    `want` (the statistics are returned) the column sums run in float64 instead."""
     outer, red, inner = x.shape
     o = task // nblk
     b0 = (task - o * nblk) * block
     b1 = min(b0 + block, inner)
     w = b1 - b0
-    xs = x[o, :, b0:b1]
-    ys = out[o, :, b0:b1]
+    xo = x[o]
+    yo = out[o]
+    z = cast_like(0.0, scale)
+    acc1 = np.empty(w, scale.dtype)
+    accq = np.empty(w, scale.dtype)
+    m = np.zeros(w, scale.dtype)  # provisional chunk means (stay 0 without centering)
     mean = np.zeros(w, np.float64)
-    if center:
-        for r in range(red):
-            xr = xs[r]
-            for i in range(w):
-                mean[i] += load(xr[i])
-        for i in range(w):
-            mean[i] /= red
     m2 = np.zeros(w, np.float64)
-    for r in range(red):
-        xr = xs[r]
+    if want:  # the statistics are returned: plain float64 two-pass sums per column
+        if center:
+            for r in range(red):
+                xr = xo[r][b0:b1]
+                for i in range(w):
+                    mean[i] += load(xr[i])
+            for i in range(w):
+                mean[i] /= red
+        for r in range(red):
+            xr = xo[r][b0:b1]
+            for i in range(w):
+                d = np.float64(load(xr[i])) - mean[i]
+                m2[i] += d * d
+    for r0 in range(0, red if not want else 0, RCHUNK):
+        r1 = min(r0 + RCHUNK, red)
+        n = r1 - r0
+        acc1[:] = z
+        accq[:] = z
+        if center:
+            for r in range(r0, r1):
+                xr = xo[r][b0:b1]  # a contiguous 1-D slice: vector loads, no gathers
+                for i in range(w):
+                    acc1[i] += load(xr[i])
+            for i in range(w):
+                m[i] = cast_like(acc1[i] / n, scale)
+            acc1[:] = z
+            for r in range(r0, r1):
+                xr = xo[r][b0:b1]
+                for i in range(w):
+                    d = load(xr[i]) - m[i]
+                    acc1[i] += d
+                    accq[i] += d * d
+        else:
+            for r in range(r0, r1):
+                xr = xo[r][b0:b1]
+                for i in range(w):
+                    v = load(xr[i])
+                    accq[i] += v * v
+        cnt = r0
         for i in range(w):
-            d = np.float64(load(xr[i])) - mean[i]
-            m2[i] += d * d
-    hi = np.empty(w, t)
-    lo = np.empty(w, t)
-    mu = np.empty(w, t)
+            q = np.float64(accq[i])
+            if q >= _SAFE_MIN and q <= _SAFE_MAX:
+                if center:
+                    d1 = np.float64(acc1[i])
+                    mc = np.float64(m[i]) + d1 / n
+                    qc = max(q - d1 * d1 / n, 0.0)
+                else:
+                    mc = 0.0
+                    qc = q
+            else:
+                mc, qc = _column_chunk64(xo, r0, r1, b0 + i, center)
+            _, mean[i], m2[i] = _merge(cnt, mean[i], m2[i], n, mc, qc)
+    hi = np.empty(w, scale.dtype)
+    lo = np.empty(w, scale.dtype)
+    mu = np.empty(w, scale.dtype)
     for i in range(w):
         mlt = _finalize(m2[i], red, mode, eps)
         if want:
             shift_out[o, b0 + i] = mean[i]
             mult_out[o, b0 + i] = mlt
-        hi[i], lo[i] = _split(mean[i], t)
-        mu[i] = t(mlt)
+        hi[i], lo[i] = _split(mean[i], scale)
+        mu[i] = cast_like(mlt, scale)
     base = (o % o_mod) * (red // seg_len)
     for r in range(red):
         k = base + r // seg_len
         s = scale[k]
         bb = bias[k]
-        xr = xs[r]
-        yr = ys[r]
+        xr = xo[r][b0:b1]
+        yr = yo[r][b0:b1]
         for i in range(w):
             store(yr, i, ((load(xr[i]) - hi[i]) - lo[i]) * mu[i] * s + bb)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def strided_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out, t):
+def strided_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out):
     """inner > 1: x and out are (outer, reduce, inner) C-contiguous; statistics per (outer, inner),
     one task per (outer, block of `block` inner positions); each column's sums run in r order."""
     nblk = (x.shape[2] + block - 1) // block
     for task in prange(x.shape[0] * nblk):
         _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
-                      mult_out, t)
+                      mult_out)
 
 
 @njit(cache=True, error_model="numpy")
-def strided_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out, t):
+def strided_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out):
     """strided_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
     nblk = (x.shape[2] + block - 1) // block
     for task in range(x.shape[0] * nblk):
         _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
-                      mult_out, t)
+                      mult_out)
 
 
 # ---- Python side: canonicalization and dispatch -----------------------------------
@@ -444,7 +548,6 @@ def strided_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block
 COMPUTE_DTYPES = {np.dtype(np.float32), np.dtype(np.float64)}
 SERIAL_MAX = 1 << 15  # elements: below this one thread is faster than waking the pool
 SPLIT_ROWS = 8  # fewer rows than this (and more than one chunk each): split rows into chunk tasks
-_STRIDED_BYTES = 1 << 18  # a strided block's reduce x block footprint, so its second pass stays in L2
 
 
 def _bf16_dtype() -> np.dtype | None:
@@ -480,6 +583,13 @@ def canonical_layout(shape: tuple[int, ...], axes: list[int]) -> tuple[list[int]
     """Return (perm, outer, reduce, inner).  perm is None when the reduced axes are
     contiguous once size-1 dims are ignored; otherwise the transpose that moves the
     reduced axes last (then inner == 1)."""
+    perm, outer, red, inner = _layout(tuple(shape), tuple(axes))
+    return (list(perm) if perm is not None else None), outer, red, inner
+
+
+@functools.lru_cache(maxsize=512)
+def _layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple[int, ...] | None, int, int, int]:
+    """canonical_layout, memoized (it runs on every call; shapes repeat)."""
     rank = len(shape)
     ax = sorted(set(axes))
     red = 1
@@ -501,14 +611,18 @@ def canonical_layout(shape: tuple[int, ...], axes: list[int]) -> tuple[list[int]
             inner *= d
         return None, outer, red, inner
     keep = [a for a in range(rank) if a not in ax]
-    return keep + ax, total // red if red else 0, red, 1
+    return tuple(keep + ax), total // red if red else 0, red, 1
 
 
-def strided_block(red: int, inner: int) -> int:
-    """Inner positions per strided task: a multiple of 16 sized so that reduce x block stays in L2."""
-    b = _STRIDED_BYTES // (4 * max(red, 1))
-    b = max(16, min(512, b - b % 16))
-    return min(b, inner)
+def strided_block(outer: int, red: int, inner: int) -> int:
+    """Columns per strided task.  Any width gives the same bits (each column's arithmetic is its
+    own), so it is picked for speed only: long contiguous row segments for the prefetchers, and
+    at least 4 tasks when the tensor is big enough to be worth splitting."""
+    want_tasks = 4
+    if outer >= want_tasks or inner <= 256:
+        return inner
+    per = -(-inner // -(-want_tasks // outer))
+    return min(inner, max(256, per + (-per) % 16))
 
 
 _CONST_VECTORS: dict[tuple, np.ndarray] = {}
@@ -524,6 +638,18 @@ def _const_vector(value: float, dtype: np.dtype, n: int) -> np.ndarray:
         if len(_CONST_VECTORS) < 64:
             _CONST_VECTORS[key] = v
     return v
+
+
+def _vector(v: np.ndarray, cdt: np.dtype) -> np.ndarray:
+    if type(v) is np.ndarray and v.dtype == cdt and v.ndim == 1 and v.flags.c_contiguous:
+        return v
+    return np.ascontiguousarray(v, dtype=cdt).reshape(-1)
+
+
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+_DIRECT = {_F32, _F64, _F16} | ({_BF16} if _BF16 is not None else set())  # dtypes the kernels write
+_NO_STATS = np.zeros((1, 1), np.float64)  # passed when want_stats is false: never written
 
 
 def normalize(
@@ -547,21 +673,21 @@ def normalize(
     Returns y (and, with want_stats, the (outer, inner) float64 shift and mult arrays).
     The result never shares memory with `x`.
     """
-    out_dtype = np.dtype(out_dtype or x.dtype)
-    cdt = compute_dtype(x.dtype)
-    perm, outer, red, inner = canonical_layout(x.shape, axes)
+    out_dtype = x.dtype if out_dtype is None else np.dtype(out_dtype)
+    cdt = _F64 if x.dtype == _F64 else _F32
+    perm, outer, red, inner = _layout(x.shape, tuple(axes))
     if seg_len is None:
         seg_len = red
     seg_len = max(seg_len, 1)
-    nseg = red // seg_len if seg_len else 1
+    nseg = red // seg_len
     n_aff = max(o_mod * nseg, 1)
-    scale = _const_vector(1.0, cdt, n_aff) if scale is None else np.ascontiguousarray(scale, dtype=cdt).reshape(-1)
-    bias = _const_vector(0.0, cdt, n_aff) if bias is None else np.ascontiguousarray(bias, dtype=cdt).reshape(-1)
+    scale = _const_vector(1.0, cdt, n_aff) if scale is None else _vector(scale, cdt)
+    bias = _const_vector(0.0, cdt, n_aff) if bias is None else _vector(bias, cdt)
     if want_stats:
         shift_out = np.zeros((outer, inner), np.float64)
         mult_out = np.zeros((outer, inner), np.float64)
     else:
-        shift_out = mult_out = np.zeros((1, 1), np.float64)  # not written
+        shift_out = mult_out = _NO_STATS
     if x.size == 0:
         y = np.empty(x.shape, out_dtype)
         return (y, shift_out, mult_out) if want_stats else y
@@ -569,26 +695,23 @@ def normalize(
     xk = _kernel_view(np.ascontiguousarray(xc))
     if xk is None:  # integer or other data: widen once
         xk = np.ascontiguousarray(xc, dtype=cdt)
-    y_shape = xk.shape
-    direct = _kernel_view(np.empty(0, out_dtype)) is not None
-    y = np.empty(y_shape, out_dtype if direct else cdt)
+    y = np.empty(xk.shape, out_dtype if out_dtype in _DIRECT else cdt)
     yk = _kernel_view(y)
-    t = np.float64 if cdt == np.float64 else np.float32
     serial = x.size <= SERIAL_MAX
     if inner == 1:
         x2, y2 = xk.reshape(outer, red), yk.reshape(outer, red)
-        s1, m1 = shift_out.reshape(-1), mult_out.reshape(-1)
+        s1, m1 = (shift_out.reshape(-1), mult_out.reshape(-1)) if want_stats else (_NO_STATS[0], _NO_STATS[0])
         if serial:
             kern = rows_serial
         elif outer < SPLIT_ROWS and red > CHUNK:
             kern = rows_split
         else:
             kern = rows_parallel
-        kern(x2, y2, center, mode, eps, scale, bias, o_mod, seg_len, want_stats, s1, m1, t)
+        kern(x2, y2, center, mode, eps, scale, bias, o_mod, seg_len, want_stats, s1, m1)
     else:
         kern = strided_serial if serial else strided_parallel
         kern(xk.reshape(outer, red, inner), yk.reshape(outer, red, inner), center, mode, eps, scale, bias, o_mod,
-             seg_len, strided_block(red, inner), want_stats, shift_out, mult_out, t)
+             seg_len, strided_block(outer, red, inner), want_stats, shift_out, mult_out)
     if perm is not None:
         y = y.transpose(np.argsort(perm))
     if y.dtype != out_dtype or not y.flags.c_contiguous:

@@ -1,0 +1,187 @@
+"""Start-up time and peak memory of whole `irnorm` processes, next to OpenVINO's.
+
+    python benchmarks/startup.py [--runs N] [--json out.json] [--markdown out.md]
+
+* ``irnorm run samples/ir/group_norm.xml`` as a fresh process: warm (the Numba kernel cache
+  filled by an earlier run) and cold (an empty ``NUMBA_CACHE_DIR``: every kernel compiles).
+* OpenVINO: a fresh ``python`` that imports openvino, runs read_model + compile_model (CPU, f32
+  hint) and one inference on the same IR.
+* ``irnorm --help`` and ``irnorm validate``, which must not import Numba.
+* Peak RSS (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of a wrapper whose only child is the
+  command) of ``irnorm run`` on the GN1 and LN2 benchmark IRs, against the bytes of inputs +
+  outputs + weights.
+
+Medians of N runs (default 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SAMPLE = os.path.join(ROOT, "samples", "ir", "group_norm.xml")
+sys.path.insert(0, HERE)
+
+OV_SNIPPET = """
+import sys, numpy as np, openvino as ov
+core = ov.Core()
+m = core.read_model(sys.argv[1])
+c = core.compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "2",
+                                  "PERFORMANCE_HINT": "LATENCY"})
+inp = c.inputs[0]
+x = np.random.default_rng(0).standard_normal(list(inp.get_shape())).astype(np.float32)
+r = c.create_infer_request()
+r.infer({0: x})
+print(float(r.get_output_tensor(0).data.sum()))
+"""
+
+MAXRSS_SNIPPET = """
+import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)
+"""
+
+
+def irnorm_cmd() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "irnorm")
+    return [exe] if os.path.exists(exe) else [sys.executable, "-m", "irnorm"]
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - t0
+
+
+def median_of(n: int, f) -> dict:
+    ts = [f() for _ in range(n)]
+    return {"median": statistics.median(ts), "min": min(ts), "max": max(ts), "runs": ts}
+
+
+def imports_numba(args: list[str]) -> bool:
+    """Does `irnorm ARGS` import numba?  (-X importtime lists every module imported.)"""
+    code = ("import sys\nfrom irnorm.cli import main\nsys.argv = ['irnorm'] + sys.argv[1:]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('NUMBA' if 'numba' in sys.modules else 'NO')")
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    return "NUMBA" in out.stdout
+
+
+def peak_rss(cmd: list[str]) -> int:
+    out = subprocess.run([sys.executable, "-c", MAXRSS_SNIPPET, *cmd], capture_output=True, text=True, check=True)
+    kib, rc = out.stdout.split()
+    if rc != "0":
+        raise RuntimeError(f"{cmd} failed with exit code {rc}")
+    return int(kib) * 1024
+
+
+def model_bytes(xml: str) -> tuple[int, int]:
+    """(inputs + outputs bytes, weights bytes) of a model."""
+    import irnorm
+
+    m = irnorm.load(xml)
+    io = 0
+    for spec in (*m.inputs, *m.outputs):
+        io += int(np.prod(spec.shape)) * spec.dtype.itemsize
+    wpath = os.path.splitext(xml)[0] + ".bin"
+    return io, os.path.getsize(wpath) if os.path.exists(wpath) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", dest="json_out")
+    ap.add_argument("--markdown", dest="md_out")
+    args = ap.parse_args(argv)
+    n = args.runs
+    irn = irnorm_cmd()
+    res: dict = {"sample": os.path.relpath(SAMPLE, ROOT), "runs": n}
+    with tempfile.TemporaryDirectory(prefix="irnorm-startup-") as tmp:
+        warm_dir = os.path.join(tmp, "warm-cache")
+        env_warm = dict(os.environ, NUMBA_CACHE_DIR=warm_dir)
+        timed([*irn, "run", "-q", SAMPLE], env_warm)  # fill the cache
+        res["irnorm_run_warm"] = median_of(n, lambda: timed([*irn, "run", "-q", SAMPLE], env_warm))
+
+        def cold() -> float:
+            d = tempfile.mkdtemp(dir=tmp)
+            try:
+                return timed([*irn, "run", "-q", SAMPLE], dict(os.environ, NUMBA_CACHE_DIR=d))
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+
+        res["irnorm_run_cold"] = median_of(max(2, n // 2), cold)
+        res["openvino_read_compile_infer"] = median_of(n, lambda: timed([sys.executable, "-c", OV_SNIPPET, SAMPLE]))
+        res["irnorm_help"] = median_of(n, lambda: timed([*irn, "--help"]))
+        res["irnorm_validate"] = median_of(n, lambda: timed([*irn, "validate", SAMPLE]))
+        res["python_bare"] = median_of(n, lambda: timed([sys.executable, "-c", "pass"]))
+        res["numba_imported"] = {"--help": imports_numba(["--help"]), "validate": imports_numba(["validate", SAMPLE])}
+        res["ratio_warm_to_openvino"] = res["irnorm_run_warm"]["median"] / res["openvino_read_compile_infer"]["median"]
+
+        from workloads import WORKLOADS, write_irnorm_ir, write_openvino_ir
+
+        mem = {}
+        for key in ("GN1", "LN2"):
+            w = next(w for w in WORKLOADS if w.key == key)
+            ov_xml = write_openvino_ir(w, w.shape, os.path.join(tmp, f"{key}.ov.xml"))
+            xml = write_irnorm_ir(w, w.shape, ov_xml, os.path.join(tmp, f"{key}.irn.xml"))
+            io, wb = model_bytes(xml)
+            rss = statistics.median(peak_rss([*irn, "run", "-q", xml]) for _ in range(3))
+            base = peak_rss([sys.executable, "-c", "import numpy, numba, lxml.etree, click, irnorm.cli"])
+            mem[key] = {"shape": list(w.shape), "peak_rss": rss, "io_bytes": io, "weights_bytes": wb,
+                        "over_data": rss - io - wb, "python_numba_baseline_rss": base}
+        res["memory"] = mem
+    md = markdown(res)
+    print(md)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(res, f, indent=1)
+    if args.md_out:
+        with open(args.md_out, "w") as f:
+            f.write(md)
+    return 0
+
+
+def markdown(res: dict) -> str:
+    def s(key: str) -> str:
+        r = res[key]
+        return f"{r['median']:.2f} s ({r['min']:.2f}–{r['max']:.2f})"
+
+    mib = 2 ** 20
+    lines = [
+        f"Start-up, whole processes, median (min–max) of {res['runs']} runs, sample `{res['sample']}`:",
+        "",
+        "| command | time |",
+        "|---|---|",
+        f"| `irnorm run` (warm kernel cache) | {s('irnorm_run_warm')} |",
+        f"| `irnorm run` (cold: empty NUMBA_CACHE_DIR, every kernel compiles) | {s('irnorm_run_cold')} |",
+        f"| OpenVINO: python + read_model + compile_model + 1 inference | {s('openvino_read_compile_infer')} |",
+        f"| `irnorm --help` (imports numba: {res['numba_imported']['--help']}) | {s('irnorm_help')} |",
+        f"| `irnorm validate` (imports numba: {res['numba_imported']['validate']}) | {s('irnorm_validate')} |",
+        f"| bare `python -c pass` | {s('python_bare')} |",
+        "",
+        f"Warm `irnorm run` / OpenVINO = {res['ratio_warm_to_openvino']:.2f} (target <= 2).",
+        "",
+        "Peak RSS of `irnorm run` (median of 3):",
+        "",
+        "| model | shape | peak RSS | inputs+outputs | weights | RSS − data | python+numpy+numba+irnorm imported |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, m in res["memory"].items():
+        lines.append(f"| {key} | [{','.join(map(str, m['shape']))}] | {m['peak_rss'] / mib:.0f} MiB | "
+                     f"{m['io_bytes'] / mib:.1f} MiB | {m['weights_bytes'] / 1024:.1f} KiB | "
+                     f"{m['over_data'] / mib:.0f} MiB (budget 150) | {m['python_numba_baseline_rss'] / mib:.0f} MiB |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
