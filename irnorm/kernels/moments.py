@@ -59,6 +59,8 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic, overload
 
+from .pool import OUTPUTS
+
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
 INSIDE_SQRT = 0  # 1 / sqrt(var + eps)           (MVN inside_sqrt, GroupNorm, LayerNorm, BatchNorm-like)
 OUTSIDE_SQRT = 1  # 1 / (sqrt(var) + eps)        (MVN-6 outside_sqrt)
@@ -299,6 +301,8 @@ def _merge(cnt, mean, m2, nc, mc, m2c):
 @njit(cache=True, error_model="numpy")
 def _row_stats(row, center, like, exact):
     n = row.shape[0]
+    if n <= CHUNK:
+        return _chunk_stats(row, center, like, exact)
     cnt = 0
     mean = 0.0
     m2 = 0.0
@@ -695,7 +699,7 @@ def normalize(
     xk = _kernel_view(np.ascontiguousarray(xc))
     if xk is None:  # integer or other data: widen once
         xk = np.ascontiguousarray(xc, dtype=cdt)
-    y = np.empty(xk.shape, out_dtype if out_dtype in _DIRECT else cdt)
+    y = OUTPUTS.empty(xk.shape, out_dtype if out_dtype in _DIRECT else cdt)  # recycled once released
     yk = _kernel_view(y)
     serial = x.size <= SERIAL_MAX
     if inner == 1:
