@@ -15,8 +15,11 @@ layers; truncate, corrupt, extend or remove the weights), writes the result and 
   reference (``irnorm.compare(model, "reference")``, default tolerances): a mutated attribute
   value must change the result the way the operator's definition says;
 * when only meaning-preserving mutations were applied (layer/edge order, layer and port ids
-  renumbered consistently, comments, attribute order), the model loads and its outputs are
+  renumbered consistently, comments, attribute order, an input dim made dynamic or a dynamic one
+  fixed at the inputs' size), the model loads and its outputs are
   bit-identical to the unmutated model's (and within tolerance of OpenVINO's stored outputs);
+* one example in six also runs ``irnorm validate --json`` and ``irnorm info --json`` on the file:
+  exit code 0 or 1, never the internal-error code 3, and JSON that parses;
 * all of it within TIME_BOUND seconds (a slow example is re-timed once, so a one-off Numba
   compilation of a new kernel specialization does not count).
 
@@ -279,6 +282,7 @@ class Mutator:
     """Applies drawn mutations to one seed's tree and weights."""
 
     def __init__(self, seed: Seed, data: st.DataObject):
+        self.seed = seed
         self.root = copy.deepcopy(seed.tree)
         self.weights: bytearray | None = bytearray(seed.weights)
         self.data = data
@@ -556,6 +560,43 @@ class Mutator:
             if e.get("to-layer") == lid and e.get("to-port") in mapping:
                 e.set("to-port", mapping[e.get("to-port")])
 
+    def _parameter_dim(self, want_dynamic: bool):
+        """A (Parameter layer, dim index, its input array) whose dim is static (or dynamic), or None."""
+        cands = []
+        for lay in _layers(self.root):
+            port, data_el = lay.find("output/port"), lay.find("data")
+            if lay.get("type") != "Parameter" or port is None or data_el is None:
+                continue
+            names = [lay.get("name")] + (port.get("names") or "").split(",")
+            arr = next((self.seed.inputs[n] for n in names if n in self.seed.inputs), None)
+            parts = [p.strip() for p in (data_el.get("shape") or "").split(",")]
+            if arr is None or len(parts) != arr.ndim or len(port.findall("dim")) != arr.ndim:
+                continue
+            cands.extend((lay, i, arr) for i, p in enumerate(parts) if (p in ("?", "-1") or ".." in p) == want_dynamic)
+        return _pick(self.data, cands, "parameter dim")
+
+    def _set_dim(self, lay: etree._Element, i: int, text: str, dim: str) -> None:
+        data_el = lay.find("data")
+        parts = [p.strip() for p in data_el.get("shape").split(",")]
+        parts[i] = text
+        data_el.set("shape", ",".join(parts))
+        lay.find("output/port").findall("dim")[i].text = dim
+
+    def dynamize(self) -> None:
+        """Make one input dim dynamic: the same inputs must give bit-identical outputs through the
+        dynamic path (no folding of shape subgraphs, shapes re-inferred on every run)."""
+        pick = self._parameter_dim(want_dynamic=False)
+        if pick is not None:
+            lay, i, _ = pick
+            self._set_dim(lay, i, self.draw(st.sampled_from(["?", "-1", "1..4096"]), "dynamic dim"), "-1")
+
+    def staticize(self) -> None:
+        """Make one dynamic input dim static at the size the seed's inputs have."""
+        pick = self._parameter_dim(want_dynamic=True)
+        if pick is not None:
+            lay, i, arr = pick
+            self._set_dim(lay, i, str(arr.shape[i]), str(arr.shape[i]))
+
     def comment(self) -> None:
         el = _pick(self.data, _elements(self.root), "parent")
         if el is not None:
@@ -571,7 +612,8 @@ class Mutator:
                 el.set(*items[i])
 
 
-PRESERVING = ("shuffle_layers", "shuffle_edges", "renumber_layers", "renumber_ports", "comment", "reorder_attrs")
+PRESERVING = ("shuffle_layers", "shuffle_edges", "renumber_layers", "renumber_ports", "comment", "reorder_attrs",
+              "dynamize", "dynamize", "staticize")
 BREAKING = ("attr_drop", "attr_rewrite", "attr_rewrite", "attr_plausible", "attr_plausible", "attr_plausible",
             "attr_plausible", "attr_nudge", "attr_add", "attr_copy", "dim_change", "dim_add",
             "dim_drop", "port_drop", "port_duplicate", "port_id", "port_precision", "edge_drop", "edge_duplicate",
@@ -730,6 +772,34 @@ def run_case(xml: Path, plan: InputPlan | None, preserving_seed: Seed | None = N
     return "ran-mutated"
 
 
+def cli_case(xml: Path) -> None:
+    """``irnorm validate --json`` and ``irnorm info --json`` on the file, in-process: exit 0 or 1 (never 3,
+    the internal-error code), JSON that parses, and validate failing exactly when check found an error."""
+    import contextlib
+    import io
+    import json
+
+    from irnorm.cli import main
+
+    has_errors = any(d.severity == "error" for d in irnorm.check(xml))
+    for argv in (["validate", "--json", str(xml)], ["info", "--json", str(xml)]):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+                code = 0
+            except SystemExit as e:
+                code = e.code
+        if code not in (0, 1) or "Traceback" in err.getvalue():
+            raise FuzzFailure(f"irnorm {argv[0]} exited {code}: {err.getvalue()[-2000:]}")
+        if argv[0] == "validate":
+            report = json.loads(out.getvalue())
+            if (code == 1) != has_errors or report[0]["ok"] == has_errors:
+                raise FuzzFailure(f"validate exit {code} / ok={report[0]['ok']} but check has_errors={has_errors}")
+        elif code == 0:
+            json.loads(out.getvalue())
+
+
 STATS: dict[str, int] = {}
 
 
@@ -747,6 +817,7 @@ def fuzz_example(data: st.DataObject, save_dir: str | None = None) -> None:
         mut.applied.append(kind)
     preserving = all(k in PRESERVING for k in mut.applied)
     plan = data.draw(input_plans, label="inputs")
+    with_cli = data.draw(st.integers(0, 5), label="cli?") == 3  # hypothesis favours 0: about 1 in 6
     xml = Path(_WORKDIR) / "model.xml"
     xml.write_bytes(etree.tostring(mut.root, xml_declaration=True, encoding="utf-8"))
     wpath = xml.with_suffix(".bin")
@@ -760,6 +831,9 @@ def fuzz_example(data: st.DataObject, save_dir: str | None = None) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             outcome = run_case(xml, plan, seed if preserving else None)
+            if with_cli:
+                cli_case(xml)
+                STATS["cli"] = STATS.get("cli", 0) + 1
         took = time.perf_counter() - t0
         if took > TIME_BOUND:  # re-time once: the first run of a new kernel specialization compiles it
             t0 = time.perf_counter()
