@@ -212,3 +212,65 @@ def test_f16_transposed_and_strided_any_out_dtype(out) -> None:
         assert y.dtype == np.dtype(out) and y.flags.c_contiguous and y.shape == x.shape
         tol = {np.dtype(np.float16): 1e-3, BF16: 8e-3}.get(np.dtype(out), 2e-6)
         np.testing.assert_allclose(y.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+# ---------------------------------------------------------------------------------------------
+# recycled output buffers (irnorm/kernels/pool.py)
+
+
+def test_held_outputs_are_never_overwritten() -> None:
+    """Outputs >= 1 MiB come from the pool: one the caller still holds (directly or through a
+    view) keeps its values through later calls; a released one is reused."""
+    x1 = np.random.default_rng(9).standard_normal((64, 8192)).astype(np.float32)
+    x2 = x1[::-1].copy()
+    y1 = M.normalize(x1, [1], M.INSIDE_SQRT, 1e-5)
+    keep = y1.copy()
+    view = y1[3:]
+    del y1
+    y2 = M.normalize(x2, [1], M.INSIDE_SQRT, 1e-5)
+    assert not np.shares_memory(view, y2)
+    np.testing.assert_array_equal(view, keep[3:])
+    addr = y2.ctypes.data
+    del y2
+    y3 = M.normalize(x2, [1], M.INSIDE_SQRT, 1e-5)
+    assert y3.ctypes.data == addr  # released: recycled
+    np.testing.assert_array_equal(view, keep[3:])
+
+
+def test_recycler_alone() -> None:
+    from irnorm.kernels.pool import Recycler
+
+    r = Recycler(min_bytes=64, max_buffers=4)
+    small = r.empty((4,), np.float32)  # below min_bytes: plain np.empty
+    a = r.empty((8, 8), np.float32)
+    b = r.empty((8, 8), np.float32)
+    assert not np.shares_memory(a, b)
+    pa = a.ctypes.data
+    t = a.T
+    del a
+    assert r.empty((8, 8), np.float32).ctypes.data != pa  # a transpose view still holds it
+    del t
+    c = r.empty((64,), np.float32)  # same byte size, other shape: reused
+    assert c.ctypes.data == pa and c.shape == (64,)
+    assert small.shape == (4,)
+
+
+def test_concurrent_calls_get_their_own_outputs() -> None:
+    import threading
+
+    xs = [np.random.default_rng(10 + i).standard_normal((32, 9000)).astype(np.float32) for i in range(4)]
+    want = [M.normalize(x, [1], M.INSIDE_SQRT, 1e-5).copy() for x in xs]
+    bad: list[int] = []
+
+    def work(i: int) -> None:
+        for _ in range(15):
+            y = M.normalize(xs[i], [1], M.INSIDE_SQRT, 1e-5)
+            if y.tobytes() != want[i].tobytes():
+                bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad

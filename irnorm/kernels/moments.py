@@ -70,7 +70,7 @@ L2_MAX = 4  # 1 / sqrt(max(sum x^2, eps))  (NormalizeL2 max, no centering)
 
 CHUNK = 2048  # elements per statistics chunk: L1-resident for pass 2, a few dozen terms per vector lane
 RCHUNK = 32  # rows per statistics chunk of the strided (inner > 1) path: terms per compute-type sum
-_REDUCE_FM = {"reassoc"}  # only reassociation: lets LLVM vectorize the float64 sums; nothing else
+_REDUCE_FM = {"reassoc", "contract"}  # reassociation (vectorized lane sums) and FMA contraction; nothing else
 
 # ---- element conversion: f32/f64 pass through; f16 arrives as uint16 bits, bf16 as int16 bits ------
 
@@ -323,7 +323,7 @@ def _split(shift, like):
     return hi, cast_like(shift - np.float64(hi), like)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, fastmath={"contract"}, error_model="numpy")
 def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
     """ys[j] = ((xs[j] - hi) - lo) * mu * scale[k] + bias[k] for reduced index r = r0 + j."""
     n = xs.shape[0]
