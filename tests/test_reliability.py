@@ -191,3 +191,75 @@ def test_read_only_package_and_no_user_cache_still_runs(tmp_path):
     r = _run_copy(tmp_path, pkg, {"HOME": "/dev/null", "XDG_CACHE_HOME": "/dev/null/cache", "TMPDIR": str(tmp_path)})
     assert r.returncode == 0, r.stderr[-2000:]
     assert float(r.stdout) < 1e-5
+
+
+# ---- hostile sizes that stay under the reader limits: work grows linearly ------------------------------
+
+
+def _chain_below_cycle(n: int) -> str:
+    """Two layers in a cycle and a chain of n layers hanging below it (the cycle report pruned the chain
+    one layer per sweep: quadratic)."""
+    def layer(i: int) -> str:
+        return (f'<layer id="{i}" name="l{i}" type="Sqrt" version="opset1"><input><port id="0" precision="FP32">'
+                f'<dim>1</dim></port></input><output><port id="1" precision="FP32"><dim>1</dim></port></output>'
+                f'</layer>')
+
+    edges = [(0, 1), (1, 0)] + [(i - 1, i) for i in range(2, n + 2)]
+    return ('<net name="q" version="11"><layers>' + "".join(layer(i) for i in range(n + 2)) + "</layers><edges>"
+            + "".join(f'<edge from-layer="{a}" from-port="1" to-layer="{b}" to-port="0"/>' for a, b in edges)
+            + "</edges></net>")
+
+
+def _wide_concat(n: int, dynamic: bool = False) -> str:
+    """n Parameters into one Concat with n input ports (each edge searched the ports linearly: quadratic)."""
+    shape, dim = ("?", -1) if dynamic else ("1", 1)
+    params = "".join(f'<layer id="{i}" name="p{i}" type="Parameter" version="opset1"><data shape="{shape}" '
+                     f'element_type="f32"/><output><port id="0" precision="FP32"><dim>{dim}</dim></port></output>'
+                     f'</layer>' for i in range(n))
+    ports = "".join(f'<port id="{i}" precision="FP32"><dim>{dim}</dim></port>' for i in range(n))
+    cat = (f'<layer id="{n}" name="cat" type="Concat" version="opset1"><data axis="0"/><input>{ports}</input>'
+           f'<output><port id="{n}" precision="FP32"><dim>{-1 if dynamic else n}</dim></port></output></layer>'
+           f'<layer id="{n + 1}" name="r" type="Result" version="opset1"><input><port id="0" precision="FP32">'
+           f'<dim>{-1 if dynamic else n}</dim></port></input></layer>')
+    edges = "".join(f'<edge from-layer="{i}" from-port="0" to-layer="{n}" to-port="{i}"/>' for i in range(n))
+    return (f'<net name="c" version="11"><layers>{params}{cat}</layers><edges>{edges}'
+            f'<edge from-layer="{n}" from-port="{n}" to-layer="{n + 1}" to-port="0"/></edges></net>')
+
+
+def _best_of_two(fn) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(2):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+@pytest.mark.parametrize("make, code", [(_chain_below_cycle, "IRN016"), (_wide_concat, None)],
+                         ids=["chain-below-cycle", "wide-concat"])
+def test_checking_is_linear_in_layers_and_ports(tmp_path, make, code):
+    """Found while fuzzing: both shapes of file made `validate` quadratic (a 40 MB file took minutes)."""
+    times = []
+    for n in (1500, 12000):
+        p = tmp_path / f"m{n}.xml"
+        p.write_text(make(n))
+        diags = irnorm.check(p)
+        assert [d.code for d in diags if d.severity == "error"][:1] == ([code] if code else [])
+        times.append(_best_of_two(lambda p=p: irnorm.check(p)))
+    # linear: 8x; the quadratic versions took 30-60x
+    assert times[1] < 20 * times[0] + 0.05, f"8x the layers took {times[1] / times[0]:.1f}x the time ({times})"
+
+
+def test_dynamic_run_is_linear_in_the_number_of_inputs(tmp_path):
+    """Re-inferring a dynamic model looked every input up by a list search: quadratic in the input count."""
+    times = []
+    for n in (1500, 12000):
+        p = tmp_path / f"d{n}.xml"
+        p.write_text(_wide_concat(n, dynamic=True))
+        m = irnorm.load(p)
+        feeds = [np.ones(2, np.float32)] * n
+        assert m.run(feeds)[m.outputs[0].name].shape == (2 * n,)
+        times.append(_best_of_two(lambda m=m, f=feeds: m.run(f)))
+    assert times[1] < 20 * times[0] + 0.05, f"8x the inputs took {times[1] / times[0]:.1f}x the time ({times})"

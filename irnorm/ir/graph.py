@@ -109,6 +109,10 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
     # edges -> sources per (layer, input operand)
     sources: list[list[tuple[int, int] | None]] = [[None] * len(lay.inputs) for lay in layers]
     succ: list[set[int]] = [set() for _ in layers]
+    # port id -> operand index per layer (the first port with that id), so each edge is O(1):
+    # a hostile file with one layer of 10^5 ports must not make validation quadratic.
+    out_index = [_port_index(lay.outputs) for lay in layers]
+    in_index = [_port_index(lay.inputs) for lay in layers]
     for e in doc.edges:
         src_i, dst_i = by_id.get(e.from_layer), by_id.get(e.to_layer)
         if src_i is None or dst_i is None:
@@ -117,8 +121,8 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
                                               f"to layer {missing}, which does not exist", file=doc.path, line=e.line))
             continue
         src, dst = layers[src_i], layers[dst_i]
-        out_idx = next((p.index for p in src.outputs if p.id == e.from_port), None)
-        in_idx = next((p.index for p in dst.inputs if p.id == e.to_port), None)
+        out_idx = out_index[src_i].get(e.from_port)
+        in_idx = in_index[dst_i].get(e.to_port)
         if out_idx is None:
             diags.append(Diagnostic("IRN014", f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port}: layer "
                                               f"{src.id} '{src.name}' has no output port {e.from_port}",
@@ -159,13 +163,17 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
         done = set(order)
         rest = {i for i in range(len(layers)) if i not in done}
         # Drop layers that only hang below a cycle: what remains lies on (or between) cycles.
-        changed = True
-        while changed:
-            changed = False
-            for i in sorted(rest):
-                if not (succ[i] & rest):
-                    rest.discard(i)
-                    changed = True
+        # A worklist (linear), not repeated sweeps: a long chain below a cycle made those quadratic.
+        out_deg = {i: len(succ[i] & rest) for i in rest}
+        work = [i for i in rest if out_deg[i] == 0]
+        while work:
+            i = work.pop()
+            rest.discard(i)
+            for p in {s[0] for s in sources[i] if s is not None}:
+                if p in rest:
+                    out_deg[p] -= 1
+                    if out_deg[p] == 0:
+                        work.append(p)
         in_cycle = [layers[i] for i in sorted(rest)] or [layers[i] for i in range(len(layers)) if i not in done]
         names = ", ".join(f"{lay.id} '{lay.name}'" for lay in in_cycle[:6])
         diags.append(_diag(doc, in_cycle[0], "IRN016", f"the graph has a cycle through layers {names}"))
@@ -210,6 +218,13 @@ def build_graph(doc: IRDocument, weights: Weights | None) -> Graph:
     else:  # without a Result every layer would be "dangling": say it once (above), not per layer
         _reachability(doc, nodes, results, diags)
     return Graph(doc.path, doc, nodes, parameters, results, diags, weights)
+
+
+def _port_index(ports: list) -> dict[int, int]:
+    index: dict[int, int] = {}
+    for p in ports:
+        index.setdefault(p.id, p.index)
+    return index
 
 
 def _parse_attrs(doc: IRDocument, lay: LayerRecord, op: Op, diags: list[Diagnostic]) -> dict[str, Any]:

@@ -340,8 +340,8 @@ class Model:
         """Dynamic models: re-run every shape rule with the concrete shapes, then check memory."""
         g = self.graph
         infos: dict[tuple[int, int], TensorInfo] = {}
-        for pi, arr in zip(g.parameters, arrays, strict=True):
-            infos[(pi, 0)] = TensorInfo(tuple(arr.shape), self.inputs[g.parameters.index(pi)].element_type)
+        for spec, pi, arr in zip(self.inputs, g.parameters, arrays, strict=True):
+            infos[(pi, 0)] = TensorInfo(tuple(arr.shape), spec.element_type)
         for key, v in self._constants.items():
             infos[key] = TensorInfo(tuple(v.shape), g.nodes[key[0]].outputs[key[1]].dtype, v)
         for st in self._steps:
