@@ -72,6 +72,10 @@ def machine() -> dict:
         except ImportError:
             info[mod] = None
     try:
+        info["loadavg_start"] = os.getloadavg()[0]
+    except OSError:
+        info["loadavg_start"] = None
+    try:
         info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                         cwd=os.path.dirname(os.path.abspath(__file__)), timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -221,12 +225,19 @@ def _ms(res: dict, name: str) -> str:
     return f"{m:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
 
 
+def _load(v: float | None) -> str:
+    return "?" if v is None else f"{v:.2f}"
+
+
 def markdown(results: list[dict], info: dict, quick: bool, rounds: int) -> str:
     lines = [
         f"Machine: {info['cpu']}, {info['cores']} cores ({info['simd']}), {info['threads']} threads for every "
         f"contender; Python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, "
         f"OpenVINO {info['openvino']}, torch {info['torch'] or 'not installed'}, irnorm {info['irnorm']}"
         + (f" (commit {info['commit']})" if info.get("commit") else "") + ".",
+        "",
+        f"Load average (1 min) at start / end: {_load(info.get('loadavg_start'))} / {_load(info.get('loadavg_end'))}"
+        " (other processes on a 2-core machine distort parallel timings: read ratios, not absolute times).",
         "",
         f"Times in ms: median (p10–p90) of {rounds} interleaved rounds{' (--quick sizes)' if quick else ''}. "
         "ratio = irnorm / OpenVINO medians; GB/s = (input + output bytes) / irnorm median; "
@@ -284,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"ratio {r.get('ratio', float('nan')):.2f} (target {w.target})"
                   + (f"   {r['notes']}" if {k for k in r['notes'] if k != 'torch'} else ""),
                   file=sys.stderr, flush=True)
+    try:
+        info["loadavg_end"] = os.getloadavg()[0]
+    except OSError:
+        info["loadavg_end"] = None
     md = markdown(results, info, args.quick, rounds)
     print(md)
     if args.json_out:
