@@ -240,7 +240,8 @@ def _best_of_two(fn) -> float:
 @pytest.mark.parametrize("make, code", [(_chain_below_cycle, "IRN016"), (_wide_concat, None)],
                          ids=["chain-below-cycle", "wide-concat"])
 def test_checking_is_linear_in_layers_and_ports(tmp_path, make, code):
-    """Found while fuzzing: both shapes of file made `validate` quadratic (a 40 MB file took minutes)."""
+    """Found looking for hangs the small fuzzed files cannot reach: both made `validate` quadratic (minutes for a
+    40 MB file)."""
     times = []
     for n in (1500, 12000):
         p = tmp_path / f"m{n}.xml"
@@ -263,3 +264,62 @@ def test_dynamic_run_is_linear_in_the_number_of_inputs(tmp_path):
         assert m.run(feeds)[m.outputs[0].name].shape == (2 * n,)
         times.append(_best_of_two(lambda m=m, f=feeds: m.run(f)))
     assert times[1] < 20 * times[0] + 0.05, f"8x the inputs took {times[1] / times[0]:.1f}x the time ({times})"
+
+
+# ---- rank: up to irnorm's limit of 32 dims every op family runs; beyond it, a diagnostic ---------------
+
+
+def _rank_model(rank: int):
+    """One model chaining an op of every family on a tensor of the given rank: [1, 2, 1, ..., 1, 3]."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from irbuilder import IRBuilder
+
+    b = IRBuilder(f"rank{rank}")
+    sh = (1, 2) + (1,) * (rank - 3) + (3,)
+    t = (sh, "f32")
+    c2 = lambda v: b.const(np.full(2, v, np.float32))  # noqa: E731
+    i64 = lambda *v: b.const(np.array(v, np.int64))  # noqa: E731
+    x = b.parameter("x", sh, "f32")
+    (y,) = b.layer("GroupNormalization", [x, c2(1.5), c2(0.25)], [t], {"num_groups": 2, "epsilon": 1e-5},
+                   version="opset12")
+    (y,) = b.layer("NormalizeL2", [y, i64(rank - 1)], [t], {"eps": 1e-6, "eps_mode": "add"}, version="opset1")
+    (y,) = b.layer("MVN", [y, i64(1, rank - 1)], [t], {"eps": 1e-6, "eps_mode": "inside_sqrt",
+                                                       "normalize_variance": "true"}, version="opset6")
+    (y,) = b.layer("MVN", [y], [t], {"across_channels": "true", "normalize_variance": "true", "eps": 1e-6},
+                   version="opset2")
+    (y,) = b.layer("BatchNormInference", [y, c2(2.0), c2(0.5), c2(0.1), c2(1.5)], [t], {"epsilon": 1e-5},
+                   version="opset5")
+    (y,) = b.layer("LRN", [y, i64(1)], [t], {"alpha": 1e-4, "beta": 0.75, "bias": 1.0, "size": 3}, version="opset1")
+    (y,) = b.layer("LayerNormalization", [y, b.const(np.full(3, 1.25, np.float32))], [t],
+                   {"axis": -1, "epsilon": 1e-5, "stash_type": 1})
+    (y,) = b.layer("Scale", [y, *(b.const(np.array([v], np.float32)) for v in (2.0, 0.5, 1.0))], [t],
+                   {"mode": "uniform"})
+    (y,) = b.layer("Add", [y, b.const(np.arange(3, dtype=np.float32))], [t], None, version="opset1")
+    (y,) = b.layer("Exp", [y], [t], None, version="opset1")
+    (y,) = b.layer("Squeeze", [y, i64(0)], [(sh[1:], "f32")], None, version="opset1")
+    (y,) = b.layer("Unsqueeze", [y, i64(0)], [t], None, version="opset1")
+    (y,) = b.layer("Concat", [y, y], [(sh[:-1] + (6,), "f32")], {"axis": -1}, version="opset1")
+    (y,) = b.layer("ReduceMean", [y, i64(1)], [((1, 1) + sh[2:-1] + (6,), "f32")], {"keep_dims": "true"},
+                   version="opset1", names=["y"])
+    b.result(y)
+    return b, sh
+
+
+def test_every_op_family_runs_at_the_highest_rank(tmp_path):
+    b, sh = _rank_model(32)
+    p = b.save(tmp_path)
+    m = irnorm.load(p)
+    x = np.random.default_rng(0).standard_normal(sh).astype(np.float32)
+    report = irnorm.compare(m, "reference", {"x": x})
+    assert report.ok and not report.skipped, report.summary()
+
+
+def test_a_rank_over_the_limit_is_a_diagnostic_not_a_crash(tmp_path):
+    b, _ = _rank_model(33)
+    diags = [d for d in irnorm.check(b.save(tmp_path)) if d.severity == "error"]
+    assert diags and {d.code for d in diags} == {"IRN050"}
+    assert "rank 33, over irnorm's limit of 32 dims" in diags[0].message and diags[0].layer_name == "x"
+    b2, _ = _rank_model(8)
+    b2.const(np.ones(1, np.float32), shape=(1,) * 33)  # one element, declared with 33 dims
+    diags = [d for d in irnorm.check(b2.save(tmp_path, "c")) if d.severity == "error"]
+    assert [d.code for d in diags] == ["IRN043"] and "rank 33" in diags[0].message

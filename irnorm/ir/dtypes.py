@@ -40,6 +40,11 @@ PRECISIONS: dict[str, str] = {
     "UNSPECIFIED": "dynamic", "DYNAMIC": "dynamic", "UNDEFINED": "dynamic",
 }
 
+# Highest tensor rank irnorm accepts: numpy 1 arrays and numpy 2's broadcasting helpers
+# (np.broadcast, np.broadcast_shapes, nditer-based code) stop at 32 dims.  A model declaring
+# a higher rank is refused while checking (IRN050; IRN043 for a Const) rather than crashing a kernel.
+MAX_RANK = 32
+
 _BY_DTYPE = {v: k for k, v in ELEMENT_TYPES.items()}
 FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
 INT_TYPES = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8")

@@ -15,13 +15,14 @@ from typing import Any
 from ..errors import Diagnostic, ModelFileError
 from ..ops.base import NodeContext, Op, RuleError, TensorInfo, fmt_shape, known_versions, lookup
 from .attrs import AttrError
-from .dtypes import ELEMENT_TYPES
+from .dtypes import ELEMENT_TYPES, MAX_RANK
 from .reader import IRDocument, LayerRecord
 from .weights import Weights
 
 # Larger tensors are absurd on any machine (64 TiB) and refused while checking, before any allocation.
 ABSURD_BYTES = 1 << 46
 MAX_ELEMENTS = (1 << 63) - 1
+
 
 
 @dataclass
@@ -349,6 +350,8 @@ def _size_problem(info: TensorInfo) -> str | None:
     """Why a tensor of this (possibly partly dynamic) shape can never be allocated, or None."""
     if info.shape is None:
         return None
+    if len(info.shape) > MAX_RANK:
+        return f"shape {fmt_shape(info.shape)} has rank {len(info.shape)}, over irnorm's limit of {MAX_RANK} dims"
     count = 1
     for d in info.shape:
         count *= max(d, 1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import Diagnostic, ModelFileError
 from ..ops.base import fail
-from .dtypes import ELEMENT_TYPES
+from .dtypes import ELEMENT_TYPES, MAX_RANK
 
 
 def default_weights_path(xml_path: str) -> str:
@@ -53,6 +53,8 @@ class Weights:
 
     def read(self, element_type: str, shape: tuple[int, ...], offset: int, size: int) -> np.ndarray:
         dtype = ELEMENT_TYPES[element_type]
+        if len(shape) > MAX_RANK:
+            raise fail("IRN043", f"shape of rank {len(shape)} is over irnorm's limit of {MAX_RANK} dims")
         count = 1
         for d in shape:
             count *= d
