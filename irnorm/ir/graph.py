@@ -24,7 +24,6 @@ ABSURD_BYTES = 1 << 46
 MAX_ELEMENTS = (1 << 63) - 1
 
 
-
 @dataclass
 class Node:
     index: int  # position in execution (topological) order

@@ -77,7 +77,8 @@ class _BatchNormInference(Op):
             x = ins[d]  # shapes were checked by infer (re-run with concrete shapes for dynamic models)
             params = [ins[p] for p in ports]
             shift, mult, add = fixed if fixed is not None else coefficients(params)
-            return [channel_affine(x, mult, add, shift=shift, axis=1, ndims=1)]
+            with np.errstate(over="ignore"):  # gamma/sqrt(var+eps) beyond float32 becomes inf, per IEEE, silently
+                return [channel_affine(x, mult, add, shift=shift, axis=1, ndims=1)]
 
         return run
 
