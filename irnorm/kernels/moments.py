@@ -279,12 +279,13 @@ def _chunk_stats(xs, center, like, exact):
         if not (q >= _SAFE_MIN and q <= _SAFE_MAX):
             q = _chunk_sqdev64(xs, 0.0)
         return 0.0, q
-    m = cast_like(_chunk_sum(xs, like) / n, like)
+    inv = 1.0 / n
+    m = cast_like(_chunk_sum(xs, like) * inv, like)
     s1, s2 = _chunk_dev(xs, m)
     q = np.float64(s2)
     if q >= _SAFE_MIN and q <= _SAFE_MAX:
         d1 = np.float64(s1)
-        return np.float64(m) + d1 / n, max(q - d1 * d1 / n, 0.0)
+        return np.float64(m) + d1 * inv, max(q - d1 * d1 * inv, 0.0)
     mean = _chunk_sum64(xs) / n
     return mean, _chunk_sqdev64(xs, mean)
 
@@ -363,8 +364,10 @@ def _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, s
     row = x[o]
     mean, m2 = _row_stats(row, center, scale, want)
     hi, lo, mu = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, scale)
-    nseg = red // seg_len
-    _apply_span(row, out[o], 0, hi, lo, mu, scale, bias, (o % o_mod) * nseg, seg_len)
+    base = 0
+    if o_mod > 1:  # skip two integer divisions per row in the common case
+        base = (o % o_mod) * (red // seg_len)
+    _apply_span(row, out[o], 0, hi, lo, mu, scale, bias, base, seg_len)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
