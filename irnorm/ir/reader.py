@@ -20,6 +20,9 @@ from .dtypes import precision_to_type
 MAX_XML_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ATTR_CHARS = 1024 * 1024
+# Attributes on one element (no IR element has more than a few dozen).  Reading values through
+# lxml is quadratic in this count: 200,000 attributes on one <data> took minutes.
+MAX_ATTRS = 256
 
 _XML_DECL_RE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']*)[\"']")
 _OK_ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii")
@@ -182,6 +185,10 @@ def _check_safety(path: str, root: etree._Element) -> None:
             raise _file_error(path, "IRN003", "entity reference refused", el.sourceline)
         if el.tag.startswith("{") and el.tag[1:].split("}")[0] in XINCLUDE_NS:
             raise _file_error(path, "IRN003", "XInclude is refused", el.sourceline)
+        n_attrs = len(el.attrib)
+        if n_attrs > MAX_ATTRS:
+            raise _file_error(path, "IRN004", f"<{el.tag}> has {n_attrs} attributes, over the limit of {MAX_ATTRS}",
+                              el.sourceline)
         for k, v in el.attrib.items():
             if len(v) > MAX_ATTR_CHARS:
                 raise _file_error(path, "IRN004", f"attribute '{k}' is {len(v)} characters, over the limit of "
