@@ -6,7 +6,9 @@ Each workload is an IR file on disk (written by ``openvino.save_model``, or hand
 extension layers; see workloads.py).  All contenders run in ONE process, interleaved round-robin
 for many rounds (the order rotates every round), with a short sleep between contenders because
 OpenVINO's worker threads keep spinning after a call and would slow a following Numba parallel
-call.  Reported: median and p10-p90 per contender, irnorm/OpenVINO median ratio against the
+call.  One sample of a contender repeats its call back to back for at least --sample-ms (10 ms),
+so a sample measures steady-state speed rather than waking a thread pool after the gap.
+Reported: median and p10-p90 per contender, irnorm/OpenVINO median ratio against the
 issue's target, and effective bandwidth (input read once + output written once) against
 ``np.copyto`` of the same number of bytes measured in the same rounds.
 
@@ -183,7 +185,7 @@ def bench_workload(w: Workload, quick: bool, rounds: int, gap: float, min_sample
             t0 = time.perf_counter()
             f()
             t.append(time.perf_counter() - t0)
-        reps[name] = max(1, min(2000, math.ceil(min_sample / max(min(t), 1e-7))))
+        reps[name] = max(1, min(5000, math.ceil(min_sample / max(min(t), 1e-7))))
 
     samples: dict[str, list[float]] = {n: [] for n in calls}
     names = list(calls)
@@ -272,13 +274,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 30, --quick 3)")
     ap.add_argument("--only", default="", help="comma-separated workload keys (default: all)")
     ap.add_argument("--gap", type=float, default=0.02, help="seconds of sleep between contenders (default 0.02)")
+    ap.add_argument("--sample-ms", type=float, default=10.0,
+                    help="each sample repeats a call back to back for at least this long (default 10 ms; "
+                         "--quick 0.2): amortizes waking thread pools and refilling caches after the gap")
     ap.add_argument("--json", dest="json_out", help="write the full results as JSON")
     ap.add_argument("--markdown", dest="md_out", help="write the markdown table")
     ap.add_argument("--models", help="keep the IR files in this directory (default: a temporary one)")
     args = ap.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 30)
     gap = 0.002 if args.quick and args.gap == 0.02 else args.gap
-    min_sample = 2e-4 if args.quick else 2e-3
+    min_sample = 2e-4 if args.quick else args.sample_ms / 1e3
     keys = {k.strip() for k in args.only.split(",") if k.strip()}
     unknown = keys - {w.key for w in WORKLOADS}
     if unknown:
