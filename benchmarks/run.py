@@ -38,6 +38,10 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import irnorm  # noqa: E402, F401
+except ImportError:  # not installed: run from a checkout
+    sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from workloads import (  # noqa: E402
     WORKLOADS,
     Workload,
