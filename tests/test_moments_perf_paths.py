@@ -274,3 +274,16 @@ def test_concurrent_calls_get_their_own_outputs() -> None:
     for t in threads:
         t.join()
     assert not bad
+
+
+def test_recycler_lets_go_of_released_memory_beyond_its_cap() -> None:
+    from irnorm.kernels.pool import Recycler
+
+    r = Recycler(min_bytes=64, max_buffers=8, max_free_bytes=1000)
+    arrays = [r.empty((100,), np.float32) for _ in range(3)]  # 400 bytes each, all held
+    assert len(r._bufs) == 3
+    del arrays  # 1200 bytes released: over the 1000-byte cap
+    r.empty((50,), np.float32)  # another size: a new buffer, and the oldest released one is dropped
+    assert sum(b.nbytes for b in r._bufs) <= 1000 + 200
+    r.clear()
+    assert not r._bufs

@@ -4,7 +4,8 @@ A fresh multi-megabyte ``np.empty`` costs page faults and kernel page zeroing on
 which for a normalization (one read, one write per element) can double the time of a call.  The
 pool keeps a few recently returned buffers and hands one out again only when the caller -- and
 every view of it -- has let go of it (CPython reference count back to the pool's own reference),
-so an array the caller still holds is never overwritten.  Concurrent calls are safe: a buffer in
+so an array the caller still holds is never overwritten.  At most MAX_BUFFERS buffers are
+tracked and at most MAX_FREE_BYTES of released ones are kept waiting for reuse.  Concurrent calls are safe: a buffer in
 use by another call is referenced and therefore not free; the check-and-take happens under a lock.
 """
 
@@ -17,14 +18,17 @@ import numpy as np
 
 MIN_BYTES = 1 << 20  # smaller arrays come from malloc's free lists cheaply
 MAX_BUFFERS = 4  # buffers tracked; an untracked buffer is simply freed when its last user drops it
+MAX_FREE_BYTES = 512 << 20  # released buffers kept for reuse beyond this are let go (oldest first)
 
 
 class Recycler:
     """``empty(shape, dtype)`` like ``np.empty``, reusing an unreferenced buffer of the same size."""
 
-    def __init__(self, min_bytes: int = MIN_BYTES, max_buffers: int = MAX_BUFFERS):
+    def __init__(self, min_bytes: int = MIN_BYTES, max_buffers: int = MAX_BUFFERS,
+                 max_free_bytes: int = MAX_FREE_BYTES):
         self.min_bytes = min_bytes
         self.max_buffers = max_buffers
+        self.max_free_bytes = max_free_bytes
         self._bufs: list[np.ndarray] = []  # 1-D uint8 owners; handed-out arrays are views of them
         self._lock = threading.Lock()
         self._free_refs = self._probe()
@@ -54,10 +58,18 @@ class Recycler:
                     b = self._bufs.pop(i)
                     self._bufs.append(b)  # most recently used last
                     return b.view(dtype).reshape(shape)
-            b = np.empty(n, np.uint8)
+            free = [i for i in range(len(self._bufs)) if self._count(i) == self._free_refs]
             if len(self._bufs) >= self.max_buffers:
+                del self._bufs[free.pop(0) if free else 0]
                 free = [i for i in range(len(self._bufs)) if self._count(i) == self._free_refs]
-                del self._bufs[free[0] if free else 0]
+            # released buffers nobody asked for again: keep at most max_free_bytes of them
+            kept = sum(self._bufs[i].nbytes for i in free)
+            while free and kept > self.max_free_bytes:
+                i = free.pop(0)
+                kept -= self._bufs[i].nbytes
+                del self._bufs[i]
+                free = [j - 1 if j > i else j for j in free]
+            b = np.empty(n, np.uint8)
             self._bufs.append(b)
             return b.view(dtype).reshape(shape)
 
