@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from . import pool
+
 POW_ONE = 0  # every power is 1: no pow at all
 POW_TWO = 1  # every power is 2: v * v
 POW_ANY = 2  # per-coefficient power, still skipping pow for 1 and 2
@@ -47,24 +49,28 @@ def _round_sat(v):
 
 @njit(cache=True, inline="always")
 def _span(x, out, i0, i1, a, b, p, pmode, sat):
-    """out[i] = (x[i] * a + b) ** p for i in [i0, i1), one coefficient triple: branches hoisted
-    out of the loops so that they vectorize."""
+    """out[i] = (x[i] * a + b) ** p for i in [i0, i1), one coefficient triple.  The span is sliced
+    first and indexed from 0, so Numba can drop wraparound checks and vectorize; branches are
+    hoisted out of the loops."""
+    xs = x[i0:i1]
+    ys = out[i0:i1]
+    n = i1 - i0
     if sat:
-        for i in range(i0, i1):
-            v = np.float32(x[i]) * a + b
+        for j in range(n):
+            v = np.float32(xs[j]) * a + b
             if pmode != POW_ONE:
                 v = _power(v, p)
-            out[i] = _round_sat(v)
+            ys[j] = _round_sat(v)
     elif pmode == POW_ONE or p == 1.0:
-        for i in range(i0, i1):
-            out[i] = np.float32(x[i]) * a + b
+        for j in range(n):
+            ys[j] = np.float32(xs[j]) * a + b
     elif p == 2.0:
-        for i in range(i0, i1):
-            v = np.float32(x[i]) * a + b
-            out[i] = v * v
+        for j in range(n):
+            v = np.float32(xs[j]) * a + b
+            ys[j] = v * v
     else:
-        for i in range(i0, i1):
-            out[i] = (np.float32(x[i]) * a + b) ** p
+        for j in range(n):
+            ys[j] = (np.float32(xs[j]) * a + b) ** p
 
 
 @njit(parallel=True, cache=True)
@@ -125,7 +131,8 @@ def scale(x: np.ndarray, scale_c: np.ndarray, shift_c: np.ndarray, power_c: np.n
     xs = x if x.dtype in (np.float32, np.int8) else x.astype(np.float32)
     xs = np.ascontiguousarray(xs).reshape(-1)
     sat = out_dtype == np.int8
-    out = np.empty(xs.shape, np.int8 if sat else np.float32)
+    # large outputs come from the recycling pool (no page faults on reuse; never a held array)
+    out = pool.OUTPUTS.empty(xs.shape, np.int8 if sat else np.float32)
     if xs.size:
         pmode = power_mode(power_c)
         if inner == 1 and k_count > 1:
