@@ -65,8 +65,9 @@ class _BatchNormInference(Op):
         ports = self.param_ports
 
         def coefficients(params: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            g, b, m, v = (np.asarray(p, np.float64) for p in params)
+            # errstate: a signalling NaN in the weights raises 'invalid' when widened to float64
             with np.errstate(divide="ignore", invalid="ignore"):
+                g, b, m, v = (np.asarray(p, np.float64) for p in params)
                 mult = g / np.sqrt(v + eps)
             return m, mult, b
 
