@@ -185,6 +185,41 @@ def _check_output_path(path: str) -> None:
         raise click.BadParameter(f"directory {d} is not writable", param_hint="-o/--output")
 
 
+def _interruptible(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run `fn` in a worker thread so that Ctrl-C ends the process promptly even while a long
+    kernel runs (the kernels release the GIL).  On Ctrl-C: wait for any dump being swapped into
+    place, remove uncommitted temporary dump directories, exit 130.  Nothing half-written is left
+    where a good file stood: outputs are written after the run, to a temporary name."""
+    import shutil
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # re-raised in the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="irnorm-run", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.05)
+    except KeyboardInterrupt:
+        from .workbench import trace
+
+        with trace.COMMIT_LOCK:
+            for d in list(trace.LIVE_TEMP_DIRS):
+                shutil.rmtree(d, ignore_errors=True)
+            _err("irnorm: interrupted")
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPT)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _save_npz(path: str, arrays: dict[str, Any]) -> None:
     """Write to a temporary name in the same directory, then rename into place, so an
     interrupted run never leaves a truncated file where a good one stood."""
@@ -268,8 +303,9 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[st
     ranges = wb.parse_value_ranges(range_items)
     wb.check_input_keys(m, ranges)
     feeds = _gather_inputs(m, inputs_npz, items, shapes, seed, quiet or as_json, ranges)
-    outs, extras = wb.run_extras(m, feeds, cast=cast, compare_npz=compare_npz, rtol_items=rtol_items,
-                                 atol_items=atol_items, dump_dir=dump_dir, dump_names=dump_names, profile=profile)
+    outs, extras = _interruptible(wb.run_extras, m, feeds, cast=cast, compare_npz=compare_npz,
+                                  rtol_items=rtol_items, atol_items=atol_items, dump_dir=dump_dir,
+                                  dump_names=dump_names, profile=profile)
     if output:
         saved = {}
         for k, v in outs.items():

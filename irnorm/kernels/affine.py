@@ -28,7 +28,7 @@ from numba import njit, prange
 from .moments import compute_dtype
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def affine_rows(x, out, shift, mult, add):
     """x, out: (outer, K, inner) C-contiguous; shift/mult/add: (K,) in x's dtype."""
     outer, k_count, inner = x.shape

@@ -57,7 +57,7 @@ _JIT = dict(cache=True, error_model="numpy")
 # ---- inner loops: one per (inner stride pattern); the op branch sits outside the loop ----
 
 
-@njit(**_JIT)
+@njit(nogil=True, **_JIT)
 def _vv(code, a, b, o):
     n = o.shape[0]
     if code == ADD:
@@ -89,7 +89,7 @@ def _vv(code, a, b, o):
             o[i] = d * d
 
 
-@njit(**_JIT)
+@njit(nogil=True, **_JIT)
 def _vs(code, a, y, o):
     n = o.shape[0]
     if code == ADD:
@@ -121,7 +121,7 @@ def _vs(code, a, y, o):
             o[i] = d * d
 
 
-@njit(**_JIT)
+@njit(nogil=True, **_JIT)
 def _sv(code, x, b, o):
     n = o.shape[0]
     if code == ADD:
@@ -153,7 +153,7 @@ def _sv(code, x, b, o):
             o[i] = d * d
 
 
-@njit(**_JIT)
+@njit(nogil=True, **_JIT)
 def _task(code, a, b, out, d, sa, sb, t, nblk, block):
     r = t // nblk
     c0 = (t % nblk) * block
@@ -174,7 +174,7 @@ def _task(code, a, b, out, d, sa, sb, t, nblk, block):
         _sv(code, a[oa], b[ob + c0: ob + c0 + n], o)
 
 
-@njit(parallel=True, **_JIT)
+@njit(nogil=True, parallel=True, **_JIT)
 def binary_parallel(code, a, b, out, d, sa, sb, block):
     """a, b, out: flat C-contiguous arrays; d: collapsed dims; sa/sb: element strides (0 = broadcast)."""
     nblk = (d[3] + block - 1) // block
@@ -182,7 +182,7 @@ def binary_parallel(code, a, b, out, d, sa, sb, block):
         _task(code, a, b, out, d, sa, sb, t, nblk, block)
 
 
-@njit(**_JIT)
+@njit(nogil=True, **_JIT)
 def binary_serial(code, a, b, out, d, sa, sb, block):
     nblk = (d[3] + block - 1) // block
     for t in range(d[0] * d[1] * d[2] * nblk):
@@ -230,7 +230,7 @@ _DENORM_MAGIC_F = np.float32(0.5)  # bits == _DENORM_MAGIC
 _SUBNORMAL_MAGIC_F = np.float32(2.0 ** -14)  # bits == 113 << 23
 
 
-@njit(cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _h2f(h):
     o = (h & 0x7FFF) << 13
     e = o & (0x7C00 << 13)
@@ -243,7 +243,7 @@ def _h2f(h):
     return _bits_f32(o | ((h & 0x8000) << 16))
 
 
-@njit(cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _f2h(f):
     u = np.int64(_f32_bits(f))
     sign = u & 0x80000000
@@ -257,7 +257,7 @@ def _f2h(f):
     return o | (sign >> 16)
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def _f16_to_f32(src, dst, block):
     n = src.shape[0]
     for t in prange((n + block - 1) // block):
@@ -267,7 +267,7 @@ def _f16_to_f32(src, dst, block):
             d[i] = _h2f(np.int64(s[i]))
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def _f32_to_f16(src, dst, block):
     n = src.shape[0]
     for t in prange((n + block - 1) // block):
@@ -364,7 +364,7 @@ def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 # ---- unary ------------------------------------------------------------------------------
 
 
-@njit(**_JIT)
+@njit(nogil=True, **_JIT)
 def _unary_block(code, x, o):
     n = o.shape[0]
     if code == SQRT:
@@ -394,7 +394,7 @@ def _unary_block(code, x, o):
             o[i] = math.tanh(x[i])
 
 
-@njit(parallel=True, **_JIT)
+@njit(nogil=True, parallel=True, **_JIT)
 def unary_parallel(code, x, out, block):
     n = x.shape[0]
     for t in prange((n + block - 1) // block):

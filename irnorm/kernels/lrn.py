@@ -20,7 +20,7 @@ from numba import njit, prange
 _BLOCK = 256  # inner elements per task: a fixed split, so results do not depend on the thread count
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def square(x, out):
     """out = float64(x)**2, both 1-D of the same length."""
     for i in prange(x.shape[0]):
@@ -28,7 +28,7 @@ def square(x, out):
         out[i] = v * v
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def window_sum_axis(src, dst, half):
     """dst[o, i, j] = sum of src[o, k, j] for k in [i-half, i+half] clipped to [0, n-1].
     src, dst: (outer, n, inner) float64, C-contiguous."""
@@ -50,7 +50,7 @@ def window_sum_axis(src, dst, half):
                     d[j] += s[j]
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(nogil=True, parallel=True, cache=True, error_model="numpy")
 def lrn_finalize(x, s, out, bias, scale, beta):
     """out = x / (bias + scale * s) ** beta; x, out 1-D in their dtypes, s float64.
     beta 0.75 (the usual value), 0.5 and 1 take sqrt-based loops that vectorize; pow otherwise.

@@ -187,7 +187,7 @@ def _cast_like_impl(v, like):
 # ---- statistics ---------------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _finalize(m2: float, n: int, mode: int, eps: float) -> float:
     if mode == INSIDE_SQRT:
         return 1.0 / math.sqrt(m2 / n + eps)
@@ -200,14 +200,14 @@ def _finalize(m2: float, n: int, mode: int, eps: float) -> float:
     return 1.0 / math.sqrt(max(m2, eps))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _dev(v, m):
     """x - m, compiled WITHOUT fastmath so that reassociation in the callers can never move `m`
     into the running sums (LLVM keeps per-instruction flags when it inlines this)."""
     return v - m
 
 
-@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+@njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
 def _chunk_sum(xs, like):
     """Sum of one chunk in the compute type (vector lanes; a few dozen terms per lane)."""
     s = cast_like(0.0, like)
@@ -216,7 +216,7 @@ def _chunk_sum(xs, like):
     return s
 
 
-@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+@njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
 def _chunk_dev(xs, m):
     """(sum d, sum d^2) of d = x - m over one chunk, in the compute type."""
     s1 = m - m
@@ -228,7 +228,7 @@ def _chunk_dev(xs, m):
     return s1, s2
 
 
-@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+@njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
 def _chunk_sumsq(xs, like):
     s = cast_like(0.0, like)
     for i in range(xs.shape[0]):
@@ -237,7 +237,7 @@ def _chunk_sumsq(xs, like):
     return s
 
 
-@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+@njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
 def _chunk_sum64(xs):
     s = 0.0
     for i in range(xs.shape[0]):
@@ -245,7 +245,7 @@ def _chunk_sum64(xs):
     return s
 
 
-@njit(cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+@njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
 def _chunk_sqdev64(xs, m):
     s = 0.0
     for i in range(xs.shape[0]):
@@ -260,7 +260,7 @@ _SAFE_MIN = 1e-25
 _SAFE_MAX = 1e37
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _chunk_stats(xs, center, like, exact):
     """(mean, M2) of one chunk in float64; without centering (0, sum x^2).
 
@@ -290,7 +290,7 @@ def _chunk_stats(xs, center, like, exact):
     return mean, _chunk_sqdev64(xs, mean)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _merge(cnt, mean, m2, nc, mc, m2c):
     """Chan et al.: fold a chunk's (nc, mc, m2c) into the running (cnt, mean, m2)."""
     tot = cnt + nc
@@ -299,7 +299,7 @@ def _merge(cnt, mean, m2, nc, mc, m2c):
     return tot, mean + d * f, m2 + m2c + d * d * (cnt * f)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _row_stats(row, center, like, exact):
     n = row.shape[0]
     if n <= CHUNK:
@@ -317,14 +317,14 @@ def _row_stats(row, center, like, exact):
 # ---- apply --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _split(shift, like):
     """A float64 shift as two compute-type parts hi + lo (lo carries the bits hi rounds away)."""
     hi = cast_like(shift, like)
     return hi, cast_like(shift - np.float64(hi), like)
 
 
-@njit(cache=True, fastmath={"contract"}, error_model="numpy")
+@njit(nogil=True, cache=True, fastmath={"contract"}, error_model="numpy")
 def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
     """ys[j] = ((xs[j] - hi) - lo) * mu * scale[k] + bias[k] for reduced index r = r0 + j."""
     n = xs.shape[0]
@@ -348,7 +348,7 @@ def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
         j = e
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, like):
     mult = _finalize(m2, red, mode, eps)
     if want:
@@ -358,7 +358,7 @@ def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, like):
     return hi, lo, cast_like(mult, like)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     red = x.shape[1]
     row = x[o]
@@ -370,21 +370,21 @@ def _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, s
     _apply_span(row, out[o], 0, hi, lo, mu, scale, bias, base, seg_len)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(nogil=True, parallel=True, cache=True, error_model="numpy")
 def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     """inner == 1, one task per row (x, out: (outer, reduce) C-contiguous)."""
     for o in prange(x.shape[0]):
         _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     """rows_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
     for o in range(x.shape[0]):
         _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(nogil=True, parallel=True, cache=True, error_model="numpy")
 def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out):
     """inner == 1 with few long rows: (row, chunk) tasks for the statistics and for the output,
     the chunk merge in between per row, in chunk order (so identical to rows_parallel)."""
@@ -418,7 +418,7 @@ def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shi
                     seg_len)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _column_chunk64(xo, r0, r1, col, center):
     """float64 (mean, M2) of one column over rows [r0, r1): the redo for a column chunk whose
     compute-type sums left the safe range (and for inf/NaN)."""
@@ -435,7 +435,7 @@ def _column_chunk64(xo, r0, r1, col, center):
     return mean, q
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out,
                   mult_out):
     """Statistics per column of one (outer, column block) slab, then its output.
@@ -531,7 +531,7 @@ def _strided_task(x, out, task, nblk, block, center, mode, eps, scale, bias, o_m
             store(yr, i, ((load(xr[i]) - hi[i]) - lo[i]) * mu[i] * s + bb)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(nogil=True, parallel=True, cache=True, error_model="numpy")
 def strided_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out):
     """inner > 1: x and out are (outer, reduce, inner) C-contiguous; statistics per (outer, inner),
     one task per (outer, block of `block` inner positions); each column's sums run in r order."""
@@ -541,7 +541,7 @@ def strided_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, blo
                       mult_out)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def strided_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block, want, shift_out, mult_out):
     """strided_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
     nblk = (x.shape[2] + block - 1) // block

@@ -23,7 +23,7 @@ _STRIDED_BLOCK = 512
 _PARALLEL_MIN = 1 << 15  # smaller inputs (and single-output reductions) run on one thread
 
 
-@njit(cache=True)
+@njit(nogil=True, cache=True)
 def _row(code, row):
     n = row.shape[0]
     nb = n - n % _LANES
@@ -57,7 +57,7 @@ def _row(code, row):
     return s
 
 
-@njit(cache=True)
+@njit(nogil=True, cache=True)
 def _strided_task(code, x, out, task, nblk, block):
     outer, red, inner = x.shape
     o = task // nblk
@@ -88,20 +88,20 @@ def _strided_task(code, x, out, task, nblk, block):
         out[o, b0 + i] = acc[i]
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def reduce_rows(code, x, out):
     """x: (outer, reduce) C-contiguous, reduce >= 1; out: float64 (outer,)."""
     for o in prange(x.shape[0]):
         out[o] = _row(code, x[o])
 
 
-@njit(cache=True)
+@njit(nogil=True, cache=True)
 def reduce_rows_serial(code, x, out):
     for o in range(x.shape[0]):
         out[o] = _row(code, x[o])
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def reduce_strided(code, x, out, block):
     """x: (outer, reduce, inner) C-contiguous, reduce >= 1; out: float64 (outer, inner)."""
     nblk = (x.shape[2] + block - 1) // block
@@ -109,7 +109,7 @@ def reduce_strided(code, x, out, block):
         _strided_task(code, x, out, task, nblk, block)
 
 
-@njit(cache=True)
+@njit(nogil=True, cache=True)
 def reduce_strided_serial(code, x, out, block):
     nblk = (x.shape[2] + block - 1) // block
     for task in range(x.shape[0] * nblk):

@@ -26,7 +26,7 @@ POW_ANY = 2  # per-coefficient power, still skipping pow for 1 and 2
 _CHUNK = 16384
 
 
-@njit(cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _power(v, p):
     if p == 1.0:
         return v
@@ -35,7 +35,7 @@ def _power(v, p):
     return v ** p
 
 
-@njit(cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _round_sat(v):
     if v != v:
         return 0.0
@@ -47,7 +47,7 @@ def _round_sat(v):
     return r
 
 
-@njit(cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _span(x, out, i0, i1, a, b, p, pmode, sat):
     """out[i] = (x[i] * a + b) ** p for i in [i0, i1), one coefficient triple.  The span is sliced
     first and indexed from 0, so Numba can drop wraparound checks and vectorize; branches are
@@ -73,7 +73,7 @@ def _span(x, out, i0, i1, a, b, p, pmode, sat):
             ys[j] = (np.float32(xs[j]) * a + b) ** p
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def scale_segments(x, out, scale, shift, power, k_count, inner, pmode, sat):
     """inner > 1: x, out 1-D (outer * k_count * inner); coefficient k is constant over runs of
     `inner` elements.  Fixed chunks of the flat array are the parallel tasks."""
@@ -90,7 +90,7 @@ def scale_segments(x, out, scale, shift, power, k_count, inner, pmode, sat):
             i = end
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, parallel=True, cache=True)
 def scale_rows(x, out, scale, shift, power, pmode, sat):
     """inner == 1: x, out (outer, K); coefficient k is the column."""
     outer, k_count = x.shape

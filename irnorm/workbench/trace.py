@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,12 @@ def _safe(name: str) -> str:
     return s[:80]
 
 
+# Ctrl-C support (irnorm.cli): temporary dump directories not yet committed, and a lock held while
+# a dump is swapped into place, so an interrupted process never exits halfway through the swap.
+LIVE_TEMP_DIRS: set[str] = set()
+COMMIT_LOCK = threading.Lock()
+
+
 class DumpWriter:
     """A Model.run on_layer hook writing each wanted layer output as .npy into a temporary
     directory beside `target` as soon as it is produced; `commit()` writes index.json and renames
@@ -42,6 +49,7 @@ class DumpWriter:
         parent = os.path.dirname(self.target) or "."
         os.makedirs(parent, exist_ok=True)
         self.tmp = tempfile.mkdtemp(prefix=".irnorm-dump-", dir=parent)
+        LIVE_TEMP_DIRS.add(self.tmp)
         self.wanted = None if wanted is None else {n.index for n in wanted}
         self.model_path = model_path
         self.entries: list[dict[str, Any]] = []
@@ -63,6 +71,12 @@ class DumpWriter:
             })
 
     def commit(self) -> str:
+        with COMMIT_LOCK:
+            target = self._commit()
+            LIVE_TEMP_DIRS.discard(self.tmp)
+            return target
+
+    def _commit(self) -> str:
         with open(os.path.join(self.tmp, INDEX), "w") as f:
             json.dump({"model": self.model_path, "layers": self.entries}, f, indent=2)
         os.chmod(self.tmp, 0o777 & ~_umask())
@@ -83,6 +97,7 @@ class DumpWriter:
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+        LIVE_TEMP_DIRS.discard(self.tmp)
 
 
 def _umask() -> int:
