@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..ir.attrs import AttrSchema
+from ..ir.dtypes import INT_TYPES
 
 # The newest opset OpenVINO 2026.4 ships.  Newer opset names are accepted for ops
 # that have not been replaced, so files from a later OpenVINO still load.
@@ -197,3 +198,23 @@ def require_same_type(ctx: NodeContext, i: int, j: int, what: str) -> None:
     a, b = ctx.inputs[i].dtype, ctx.inputs[j].dtype
     if a != b:
         raise fail("IRN033", f"{what} has element type {b}, expected {a} (same as input {i})")
+
+
+def constant_axes(ctx: NodeContext, index: int, rank: int | None, what: str = "axes", *, unique: bool = True,
+                  scalar_ok: bool = True, where: str = "") -> list[int] | None:
+    """A constant axes input (1-D integer tensor, or a scalar when `scalar_ok`), normalized to [0, rank)
+    in the given order (None when the rank is unknown).  `unique` makes repeated axes an error;
+    `where` (e.g. " (input 1)") is added to the type and shape messages."""
+    info = ctx.inputs[index]
+    if info.dtype not in INT_TYPES:
+        raise fail("IRN033", f"{what}{where} must be an integer tensor, got {info.dtype}")
+    if info.shape is not None and len(info.shape) not in ((0, 1) if scalar_ok else (1,)):
+        kind = "a scalar or 1-D" if scalar_ok else "1-D"
+        raise fail("IRN032", f"{what}{where} must be {kind}, got {fmt_shape(info.shape)}")
+    raw = [int(a) for a in ctx.const(index, what).reshape(-1)]
+    if rank is None:
+        return None
+    axes = normalize_axes(raw, rank, what)
+    if unique and len(set(axes)) != len(axes):
+        raise fail("IRN032", f"{what} {raw} has repeated axes")
+    return axes

@@ -34,26 +34,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import Attr, AttrSchema, enum, non_negative, optional, parse_bool, parse_float, parse_int_list
-from ..ir.dtypes import INT_TYPES
-from .base import NodeContext, Op, TensorInfo, fail, fmt_shape, normalize_axes, register, require_float
+from .base import NodeContext, Op, TensorInfo, fail, normalize_axes, register, require_float
+from .base import constant_axes as base_constant_axes
 
 
 def constant_axes(ctx: NodeContext, index: int, rank: int | None, what: str = "axes", *,
                   unique: bool) -> list[int] | None:
-    """Check a constant 1-D integer axes input and return it normalized to [0, rank)
-    (None when the rank is unknown).  ``unique=False`` lets repeated axes through."""
-    info = ctx.inputs[index]
-    if info.dtype not in INT_TYPES:
-        raise fail("IRN033", f"{what} (input {index}) must be an integer tensor, got {info.dtype}")
-    if info.shape is not None and len(info.shape) != 1:
-        raise fail("IRN032", f"{what} (input {index}) must be 1-D, got {fmt_shape(info.shape)}")
-    raw = [int(a) for a in ctx.const(index, what).reshape(-1)]
-    if rank is None:
-        return None
-    axes = normalize_axes(raw, rank, what)
-    if unique and len(set(axes)) != len(axes):
-        raise fail("IRN032", f"{what} {raw} has repeated axes")
-    return axes
+    """A constant 1-D integer axes input normalized to [0, rank) (None when the rank is unknown)."""
+    return base_constant_axes(ctx, index, rank, what, unique=unique, scalar_ok=False, where=f" (input {index})")
 
 
 def _mode(normalize_variance: bool, eps_mode: str, moments) -> int:

@@ -14,22 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import Attr, AttrSchema, enum, parse_float, positive
-from ..ir.dtypes import INT_TYPES
-from .base import NodeContext, Op, TensorInfo, fail, fmt_shape, normalize_axes, register, require_float
-
-
-def axes_value(ctx: NodeContext, index: int, rank: int, what: str = "axes") -> list[int]:
-    """Read a constant axes input (scalar or 1-D integer tensor), normalized to [0, rank)."""
-    info = ctx.inputs[index]
-    if info.dtype not in INT_TYPES:
-        raise fail("IRN033", f"{what} must be an integer tensor, got {info.dtype}")
-    if info.shape is not None and len(info.shape) > 1:
-        raise fail("IRN032", f"{what} must be a scalar or 1-D, got {fmt_shape(info.shape)}")
-    raw = [int(a) for a in ctx.const(index, what).reshape(-1)]
-    axes = normalize_axes(raw, rank, what)
-    if len(set(axes)) != len(axes):
-        raise fail("IRN032", f"{what} {raw} has repeated axes")
-    return axes
+from .base import NodeContext, Op, TensorInfo, constant_axes, normalize_axes, register, require_float
 
 
 @register
@@ -49,7 +34,7 @@ class NormalizeL2(Op):
         x = ctx.inputs[0]
         t = require_float(ctx, 0, "data")
         if x.shape is not None:
-            axes_value(ctx, 1, len(x.shape))
+            constant_axes(ctx, 1, len(x.shape))
         return [TensorInfo(x.shape, t)]
 
     def build(self, ctx: NodeContext):

@@ -26,8 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from ..ir.attrs import AttrSchema, optional, parse_bool
-from ..ir.dtypes import INT_TYPES
-from .base import Kernel, NodeContext, Op, TensorInfo, fail, fmt_shape, normalize_axes, register
+from .base import Kernel, NodeContext, Op, TensorInfo, constant_axes, fail, normalize_axes, register
 from .elementwise import cast, compute_dtype, is_float_dtype
 
 # kernel accumulators (shared with irnorm.kernels.reduce)
@@ -37,16 +36,7 @@ SUM, SUMSQ, MAX = range(3)
 def axes_input(ctx: NodeContext, index: int, rank: int, what: str = "axes", allow_repeats: bool = True
                ) -> list[int]:
     """A constant axes input (scalar or 1-D integer tensor), normalized to sorted unique [0, rank)."""
-    info = ctx.inputs[index]
-    if info.dtype not in INT_TYPES:
-        raise fail("IRN033", f"{what} must be an integer tensor, got {info.dtype}")
-    if info.shape is not None and len(info.shape) > 1:
-        raise fail("IRN032", f"{what} must be a scalar or 1-D, got {fmt_shape(info.shape)}")
-    raw = [int(a) for a in ctx.const(index, what).reshape(-1)]
-    axes = normalize_axes(raw, rank, what)
-    if not allow_repeats and len(set(axes)) != len(axes):
-        raise fail("IRN032", f"{what} {raw} has repeated axes")
-    return sorted(set(axes))
+    return sorted(set(constant_axes(ctx, index, rank, what, unique=not allow_repeats)))
 
 
 def reduced_shape(shape: tuple[int, ...], axes: list[int], keep_dims: bool) -> tuple[int, ...]:
