@@ -24,7 +24,6 @@ import argparse
 import re
 import sys
 import tempfile
-import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -37,6 +36,7 @@ import onnx.helper as oh
 import openvino as ov
 import torch
 import torch.nn.functional as F
+from npzio import write_npz  # tools/ is on sys.path when run as a script
 from onnx import TensorProto, numpy_helper
 
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "1"}
@@ -326,16 +326,6 @@ def convert(spec: Spec, dynamic: bool, tmp: Path) -> ov.Model:
         model = ov.convert_model(str(path))
     _stabilize(model, f"{spec.source}_{spec.name}")
     return model
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Like ``np.savez`` but with a fixed zip timestamp so that the bytes are reproducible."""
-    with zipfile.ZipFile(path, mode="w", compression=zipfile.ZIP_STORED) as zf:
-        for key, value in arrays.items():
-            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16
-            with zf.open(info, "w", force_zip64=True) as fid:
-                np.lib.format.write_array(fid, np.ascontiguousarray(value), allow_pickle=False)
 
 
 def make_inputs(spec: Spec, model: ov.Model) -> dict[str, np.ndarray]:

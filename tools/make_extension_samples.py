@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,22 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from irbuilder import IRBuilder  # noqa: E402
+from npzio import write_npz  # noqa: E402  (tools/ is on sys.path when run as a script)
 
 import irnorm  # noqa: E402
 from irnorm import reference as R  # noqa: E402
 
 Sample = tuple[IRBuilder, dict[str, np.ndarray], dict[str, np.ndarray]]
-
-
-def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Like ``np.savez`` but with a fixed zip timestamp so that the bytes are reproducible."""
-    with zipfile.ZipFile(path, mode="w", compression=zipfile.ZIP_STORED) as zf:
-        for key, value in arrays.items():
-            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_STORED
-            info.external_attr = 0o644 << 16
-            with zf.open(info, "w", force_zip64=True) as fid:
-                np.lib.format.write_array(fid, np.ascontiguousarray(value), allow_pickle=False)
 
 
 def s_layer_norm_ext() -> Sample:
@@ -201,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         builder, inputs, expected = SAMPLES[name]()
         builder.save(args.out / "ir", name)
         (args.out / "data").mkdir(parents=True, exist_ok=True)
-        _write_npz(args.out / "data" / f"{name}.inputs.npz", inputs)
-        _write_npz(args.out / "data" / f"{name}.expected.npz", expected)
+        write_npz(args.out / "data" / f"{name}.inputs.npz", inputs)
+        write_npz(args.out / "data" / f"{name}.expected.npz", expected)
         verify(args.out, name)
         print(f"wrote {name}")
     return 0

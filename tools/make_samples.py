@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import openvino as ov
 import openvino.opset1 as ops1
 import openvino.opset6 as ops6
 import openvino.opset12 as ops12
+from npzio import write_npz  # tools/ is on sys.path when run as a script
 from openvino import passes as ov_passes
 
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -47,17 +47,6 @@ CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 
 def _core() -> ov.Core:
     return ov.Core()
-
-
-def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Like ``np.savez`` but with a fixed zip timestamp so that the bytes are reproducible."""
-    with zipfile.ZipFile(path, mode="w", compression=zipfile.ZIP_STORED) as zf:
-        for key, value in arrays.items():
-            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_STORED
-            info.external_attr = 0o644 << 16
-            with zf.open(info, "w", force_zip64=True) as fid:
-                np.lib.format.write_array(fid, np.ascontiguousarray(value), allow_pickle=False)
 
 
 def _to_tensor(model_input: ov.Output, value: np.ndarray) -> ov.Tensor:
@@ -118,8 +107,8 @@ def _finish(out: Path, name: str, inputs: dict[str, np.ndarray]) -> None:
     _check_inputs(model, inputs)
     expected = _infer(model, inputs)
     data = out / "data"
-    _write_npz(data / f"{name}.inputs.npz", inputs)
-    _write_npz(data / f"{name}.expected.npz", expected)
+    write_npz(data / f"{name}.inputs.npz", inputs)
+    write_npz(data / f"{name}.expected.npz", expected)
 
 
 def _save(model: ov.Model, out: Path, name: str, *, compress: bool) -> None:
