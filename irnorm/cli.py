@@ -364,8 +364,9 @@ def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet:
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin).")
 @click.option("--json", "as_json", is_flag=True, help="Emit the summary as JSON.")
-def info(model: str, weights: str | None, as_json: bool) -> None:
-    """Summarize MODEL: inputs, outputs, layers by type, weights."""
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says whether MODEL loads.")
+def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
+    """Summarize MODEL: inputs, outputs, layers by type, opsets, weights, notes."""
     from .api import load
     from .ops.base import fmt_shape
 
@@ -374,13 +375,19 @@ def info(model: str, weights: str | None, as_json: bool) -> None:
     counts = Counter(f"{n.layer.type}-{n.layer.version}" for n in g.nodes)
     wsize = g.weights.bytes_read if g.weights is not None else 0
     notes = sorted({d.message.split(":")[0] for d in m.diagnostics if d.severity == "warning"})
+    dynamic = [f"{s.name}{fmt_shape(s.shape)}" for s in m.inputs if s.is_dynamic]
+    if dynamic:
+        notes.append(f"dynamic dims: {', '.join(dynamic)} (random inputs use 1 unless --shape NAME=... is given)")
+    opsets = sorted({n.layer.version for n in g.nodes})
+    if quiet:
+        return
     if as_json:
         click.echo(json.dumps({
             "file": model, "name": g.doc.name, "ir_version": g.doc.ir_version,
             "inputs": [{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
                        for s in m.inputs],
             "outputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.element_type} for s in m.outputs],
-            "layers": dict(sorted(counts.items())), "weights_bytes": wsize, "notes": notes,
+            "layers": dict(sorted(counts.items())), "opsets": opsets, "weights_bytes": wsize, "notes": notes,
         }, indent=2))
         return
     click.echo(f"model   {model}  (name '{g.doc.name}', IR v{g.doc.ir_version}, {len(g.nodes)} layers)")
@@ -395,6 +402,7 @@ def info(model: str, weights: str | None, as_json: bool) -> None:
     click.echo("layers")
     for k, v in sorted(counts.items()):
         click.echo(f"  {k:<32} {v}")
+    click.echo(f"opsets  {', '.join(opsets)}")
     click.echo(f"weights {wsize} bytes read from {g.weights.path if g.weights else '-'}")
     for n in notes:
         click.echo(f"note    {n}")
