@@ -15,7 +15,9 @@ file of tests/regressions/ through it.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -27,6 +29,7 @@ WEIGHTS_BYTES = bytes(range(1, 65)) * 4
 
 def _weights_path() -> str:
     d = tempfile.mkdtemp(prefix="irnorm-fuzz-")
+    atexit.register(shutil.rmtree, d, True)
     p = os.path.join(d, "fuzz.bin")
     with open(p, "wb") as f:
         f.write(WEIGHTS_BYTES)

@@ -33,9 +33,11 @@ runs long campaigns with random seeds (see fuzz/README.md).
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -158,6 +160,7 @@ def _load_seeds() -> list[Seed]:
 
 SEEDS = _load_seeds()
 _WORKDIR = tempfile.mkdtemp(prefix="irnorm-fuzz-")
+atexit.register(shutil.rmtree, _WORKDIR, True)
 
 
 def _bf16_fix(model: Model, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -171,8 +174,9 @@ def _bf16_fix(model: Model, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def baseline(seed: Seed) -> dict[str, np.ndarray]:
     """irnorm's outputs for the unmutated seed (computed once; also warms the kernels up)."""
     if seed.baseline is None:
-        d = tempfile.mkdtemp(prefix=f"irnorm-seed-{seed.name}-")
-        xml = Path(d) / "model.xml"
+        d = Path(_WORKDIR) / f"seed-{seed.name}"
+        d.mkdir(exist_ok=True)
+        xml = d / "model.xml"
         xml.write_bytes(seed.xml)
         xml.with_suffix(".bin").write_bytes(seed.weights)
         m = irnorm.load(xml)
