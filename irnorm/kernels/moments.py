@@ -618,7 +618,7 @@ def _layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[tuple[int, .
             inner *= d
         return None, outer, red, inner
     keep = [a for a in range(rank) if a not in ax]
-    return tuple(keep + ax), total // red if red else 0, red, 1
+    return tuple(keep + ax), math.prod(shape[a] for a in keep), red, 1
 
 
 def strided_block(outer: int, red: int, inner: int) -> int:
