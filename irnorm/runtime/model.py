@@ -352,6 +352,10 @@ class Model:
             except RuleError as e:
                 raise InputError(Diagnostic("IRN064", f"with these input shapes: {e.message}",
                                             **node.layer.where(self.path))) from None
+            except Exception as e:  # a rule that did not anticipate these shapes: still a diagnostic
+                raise InputError(Diagnostic("IRN064", f"with these input shapes the operation's shape rule fails "
+                                                      f"({type(e).__name__}: {e})",
+                                            **node.layer.where(self.path))) from None
             for k, o in enumerate(outs):
                 infos[(node.index, k)] = o
         self._check_memory({pi: infos[(pi, 0)] for pi in g.parameters}, infos)
