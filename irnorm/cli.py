@@ -221,32 +221,11 @@ def _interruptible(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _save_npz(path: str, arrays: dict[str, Any]) -> None:
-    """Write to a temporary name in the same directory, then rename into place, so an
-    interrupted run never leaves a truncated file where a good one stood."""
-    import tempfile
-
     import numpy as np
 
-    d = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".irnorm-", suffix=".npz.tmp", dir=d)
-    try:
-        # mkstemp creates 0600; give the file the mode an ordinary open() would (or the old file's).
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except OSError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from .fileio import atomic_write
+
+    atomic_write(path, lambda f: np.savez(f, **arrays), suffix=".npz.tmp")
 
 
 # ---- commands ---------------------------------------------------------------------

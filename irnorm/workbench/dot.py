@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fileio import atomic_write
 from ..ops.base import fmt_shape
 
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".html": "html", ".htm": "html"}
@@ -172,26 +173,5 @@ def write_graph(model: Any, path: str, fmt: str | None = None) -> str:
         data = to_html(text, render(text, "svg") if graphviz_available() else None, title).encode()
     else:
         raise ValueError(f"unknown picture format {fmt!r}")
-    atomic_write(path, data)
+    atomic_write(path, lambda f: f.write(data))
     return fmt
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Write to a temporary file beside `path`, then rename it into place."""
-    import tempfile
-
-    d = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".irnorm-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
