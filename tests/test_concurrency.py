@@ -83,3 +83,28 @@ def test_bit_identical_across_processes_and_thread_counts():
     one, two = _digest_in_subprocess(1), _digest_in_subprocess(2)
     assert here == two
     assert one == two, "results differ between 1 and 2 threads"
+
+
+_FORK_SCRIPT = r"""
+import multiprocessing as mp, sys
+import numpy as np
+import irnorm, numba
+m = irnorm.load(sys.argv[1])
+x = np.random.default_rng(3).standard_normal((4, 16, 64, 64)).astype(np.float32)  # parallel path
+want = m.run({"x": x})["y"]  # the parent has used the parallel kernels: their thread pool exists
+def child(seed):
+    return bool(np.array_equal(m.run({"x": x})["y"], want))
+with mp.get_context("fork").Pool(2) as pool:
+    print(numba.threading_layer(), all(pool.map(child, range(4))))
+"""
+
+
+def test_forked_children_run_parallel_kernels():
+    """The default multiprocessing start method on Linux forks: a child of a process that has run a
+    parallel kernel must run one too (Numba's GNU OpenMP layer kills or hangs such a child; irnorm
+    depends on the tbb wheel and preloads it so Numba takes the fork-safe TBB layer)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    r = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, str(DYNAMIC_GN)], capture_output=True, text=True,
+                       env=env, timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["tbb", "True"], (r.stdout, r.stderr[-2000:])

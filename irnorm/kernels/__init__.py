@@ -5,13 +5,24 @@ read-only, in the per-user cache (``$NUMBA_CACHE_DIR``, else ``~/.cache/numba``)
 writable (a read-only install with no writable home), Numba refuses to define cached functions at
 all ("no locator available"), so irnorm points ``NUMBA_CACHE_DIR`` at a private directory under
 the system temp dir instead.
+
+Threading: Numba's parallel kernels need a threading layer.  irnorm depends on the ``tbb`` wheel
+and preloads its ``libtbb`` so that Numba picks the TBB layer: it is safe to call from several
+threads at once *and* after ``fork()`` (the GNU OpenMP layer, Numba's fallback, kills or hangs a
+forked child that runs a parallel kernel -- the default ``multiprocessing`` start method on
+Linux), and its work stealing lets the running thread finish a task whose thread was
+descheduled.  Numba's tbbpool extension has no rpath to a venv's ``lib/`` directory, where the
+wheel puts the library, hence the preload.  ``NUMBA_THREADING_LAYER`` set by the user still wins.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import tempfile
+
+TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib"}
 
 
 def _writable(path: str) -> bool:
@@ -42,4 +53,41 @@ def _ensure_cache_dir() -> None:
         config.CACHE_DIR = fallback
 
 
+def _tbb_candidates():
+    """Where the tbb wheel's library may be: the environment's lib/ (venv, system), else wherever
+    the wheel's RECORD says (a --user install)."""
+    name = TBB_NAMES.get(sys.platform)
+    if name is None:
+        return
+    seen = set()
+    for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
+        if d not in seen:
+            seen.add(d)
+            yield os.path.join(d, name)
+    try:
+        from importlib import metadata
+
+        files = metadata.files("tbb") or []
+    except Exception:  # noqa: BLE001 - no tbb distribution or unreadable metadata: Numba's own choice
+        return
+    for f in files:
+        if f.name == name:
+            yield str(f.locate())
+
+
+def _preload_tbb() -> str | None:
+    """Load the tbb wheel's libtbb with RTLD_GLOBAL so Numba's tbbpool finds it; the path, or None."""
+    if "numba.np.ufunc.tbbpool" in sys.modules:
+        return None
+    for path in _tbb_candidates():
+        if os.path.exists(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            return path
+    return None
+
+
 _ensure_cache_dir()
+TBB_LIBRARY = _preload_tbb()
