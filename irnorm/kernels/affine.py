@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 from .moments import compute_dtype
+from .pool import OUTPUTS
 
 
 @njit(nogil=True, parallel=True, cache=True)
@@ -76,6 +77,6 @@ def channel_affine(
     if x.size == 0:
         return np.empty(shape, out_dtype)
     xc = np.ascontiguousarray(x, dtype=cdt)
-    y = np.empty(shape, cdt)
+    y = OUTPUTS.empty(shape, cdt)
     affine_rows(xc.reshape(outer, k_count, inner), y.reshape(outer, k_count, inner), shift, mult, add)
     return y if y.dtype == out_dtype else y.astype(out_dtype)

@@ -46,6 +46,7 @@ from ..ops.elementwise import (
     cast,
     compute_dtype,
 )
+from .pool import OUTPUTS
 
 _BLOCK = 16384  # elements per task along the innermost dim
 _PARALLEL_MIN = 1 << 15  # smaller outputs run on one thread (prange start-up costs more)
@@ -350,7 +351,7 @@ def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if plan is None:
         return None
     cdt = compute_dtype(dt)
-    out = np.empty(out_shape, cdt)
+    out = OUTPUTS.empty(out_shape, cdt)
     if out.size == 0:
         return out.astype(dt, copy=False)
     af = _to_compute(a, cdt).reshape(-1)
@@ -407,7 +408,7 @@ def unary(code: int, x: np.ndarray) -> np.ndarray:
     """Float unary op; a fresh array of x's dtype."""
     dt = x.dtype
     cdt = compute_dtype(dt)
-    out = np.empty(x.shape, cdt)
+    out = OUTPUTS.empty(x.shape, cdt)
     if out.size:
         xf = _to_compute(x, cdt).reshape(-1)
         if out.size >= _PARALLEL_MIN:

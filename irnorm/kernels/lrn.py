@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .pool import OUTPUTS
+
 _BLOCK = 256  # inner elements per task: a fixed split, so results do not depend on the thread count
 
 
@@ -97,6 +99,6 @@ def lrn(x: np.ndarray, axes: list[int], alpha: float, beta: float, bias: float, 
             inner = int(np.prod(x.shape[ax + 1:], dtype=np.int64))
             window_sum_axis(s.reshape(outer, n, inner), tmp.reshape(outer, n, inner), half)
             s, tmp = tmp, s
-    y = np.empty(x.size, kdt)
+    y = OUTPUTS.empty((x.size,), kdt)
     lrn_finalize(xf, s, y, float(bias), float(alpha) / float(size) ** len(axes), float(beta))
     return y.reshape(x.shape).astype(out_dtype, copy=False)

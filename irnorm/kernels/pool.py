@@ -7,12 +7,18 @@ every view of it -- has let go of it (CPython reference count back to the pool's
 so an array the caller still holds is never overwritten.  At most MAX_BUFFERS buffers are
 tracked and at most MAX_FREE_BYTES of released ones are kept waiting for reuse.  Concurrent calls are safe: a buffer in
 use by another call is referenced and therefore not free; the check-and-take happens under a lock.
+
+``provide(arr)`` is the ``run(..., out=...)`` opt-in: while it is active (in this thread only), the
+first ``empty`` request of arr's shape and dtype gets the caller's own array instead of a pool
+buffer, so the kernel writes the result straight into it.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -32,6 +38,7 @@ class Recycler:
         self._bufs: list[np.ndarray] = []  # 1-D uint8 owners; handed-out arrays are views of them
         self._lock = threading.Lock()
         self._free_refs = self._probe()
+        self._provided = threading.local()  # .arrays: caller-owned destinations for this thread
 
     def _probe(self) -> int:
         """The reference count an unreferenced pooled buffer shows inside _take (interpreter detail)."""
@@ -45,11 +52,27 @@ class Recycler:
         b = self._bufs[i]
         return sys.getrefcount(b)
 
+    @contextmanager
+    def provide(self, arrays: list[np.ndarray]) -> Iterator[None]:
+        """Within the block (this thread only) hand these C-contiguous arrays out, each once, to the
+        first ``empty`` request with the same dtype and element count (reshaped to the request)."""
+        prev = getattr(self._provided, "arrays", None)
+        self._provided.arrays = list(arrays)
+        try:
+            yield
+        finally:
+            self._provided.arrays = prev
+
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
+        provided = getattr(self._provided, "arrays", None)
         n = dtype.itemsize
         for d in shape:
             n *= d
+        if provided:
+            for i, a in enumerate(provided):
+                if a.dtype == dtype and a.nbytes == n:
+                    return provided.pop(i).reshape(shape)
         if n < self.min_bytes:
             return np.empty(shape, dtype)
         with self._lock:

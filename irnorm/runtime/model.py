@@ -336,8 +336,9 @@ class Model:
 
     # ---- running --------------------------------------------------------------------
 
-    def _reinfer(self, arrays: list[np.ndarray]) -> None:
-        """Dynamic models: re-run every shape rule with the concrete shapes, then check memory."""
+    def _reinfer(self, arrays: list[np.ndarray]) -> dict[tuple[int, int], TensorInfo]:
+        """Dynamic models: re-run every shape rule with the concrete shapes, then check memory.
+        Returns every value's concrete TensorInfo."""
         g = self.graph
         infos: dict[tuple[int, int], TensorInfo] = {}
         for spec, pi, arr in zip(self.inputs, g.parameters, arrays, strict=True):
@@ -359,8 +360,70 @@ class Model:
             for k, o in enumerate(outs):
                 infos[(node.index, k)] = o
         self._check_memory({pi: infos[(pi, 0)] for pi in g.parameters}, infos)
+        return infos
+
+    def _bind_out(self, out: Mapping[str, Any] | Sequence[Any], arrays: list[np.ndarray],
+                  infos: dict[tuple[int, int], TensorInfo] | None) -> list[np.ndarray | None]:
+        """Check ``out=`` (output name -> array, or a sequence in output order with None to skip):
+        each array must be a writeable numpy array of exactly the output's shape and dtype, and
+        no two may overlap.  Returns one destination (or None) per output."""
+        if isinstance(out, np.ndarray):
+            out = [out]
+        if isinstance(out, (str, bytes)) or not isinstance(out, (Mapping, Sequence)):
+            raise InputError(Diagnostic("IRN065", f"out= must be a dict of output name -> array or a sequence in "
+                                                  f"output order, got {type(out).__name__}", file=self.path))
+        dest: list[np.ndarray | None] = [None] * len(self.outputs)
+        diags: list[Diagnostic] = []
+        if isinstance(out, Mapping):
+            by_name = {n: i for i, spec in enumerate(self.outputs) for n in spec.names}
+            items = []
+            for key, value in out.items():
+                idx = by_name.get(key)
+                if idx is None:
+                    close = difflib.get_close_matches(str(key), list(by_name), n=3)
+                    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                    diags.append(Diagnostic("IRN065", f"out=: unknown output {key!r}; the model's outputs are "
+                                                      f"{', '.join(repr(o.name) for o in self.outputs)}{hint}",
+                                            file=self.path))
+                    continue
+                items.append((idx, value))
+        else:
+            seq = list(out)
+            if len(seq) > len(self.outputs):
+                raise InputError(Diagnostic("IRN065", f"out= has {len(seq)} arrays, the model has "
+                                                      f"{len(self.outputs)} outputs", file=self.path))
+            items = [(i, v) for i, v in enumerate(seq) if v is not None]
+        for idx, value in items:
+            spec = self.outputs[idx]
+            shape = spec.shape if infos is None else infos[self._out_src[idx]].shape
+            what = f"out= array for output {spec.name!r}"
+            if dest[idx] is not None:
+                diags.append(Diagnostic("IRN065", f"{what} is given twice", file=self.path))
+            elif not isinstance(value, np.ndarray):
+                diags.append(Diagnostic("IRN065", f"{what} must be a numpy array, got {type(value).__name__}",
+                                        file=self.path))
+            elif value.dtype != spec.dtype:
+                diags.append(Diagnostic("IRN065", f"{what} has dtype {value.dtype}, the output is {spec.dtype} "
+                                                  f"({spec.element_type})", file=self.path))
+            elif tuple(value.shape) != tuple(shape):
+                diags.append(Diagnostic("IRN065", f"{what} has shape {list(value.shape)}, the output has "
+                                                  f"{fmt_shape(shape)}", file=self.path))
+            elif not value.flags.writeable:
+                diags.append(Diagnostic("IRN065", f"{what} is read-only", file=self.path))
+            else:
+                for j, other in enumerate(dest):
+                    if other is not None and np.may_share_memory(value, other):
+                        diags.append(Diagnostic("IRN065", f"{what} overlaps the one for output "
+                                                          f"{self.outputs[j].name!r}", file=self.path))
+                        break
+                else:
+                    dest[idx] = value
+        if diags:
+            raise InputError(diags)
+        return dest
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *, cast: bool = False,
+            out: Mapping[str, np.ndarray] | Sequence[np.ndarray | None] | None = None,
             capture: bool | Sequence[str | int] | None = None, profile: bool = False,
             on_layer: LayerHook | None = None) -> dict[str, np.ndarray]:
         """Run the model.  `inputs` maps input names (or any of their tensor names) to
@@ -373,15 +436,15 @@ class Model:
         ``profile=True`` times every layer's kernel.  With either, the result is a
         :class:`RunResult` (still the same dict) carrying ``.captures`` / ``.profile``.
         ``on_layer(node, outputs, seconds)`` is called as each layer is produced (see LayerHook)."""
-        if (capture is None or capture is False) and not profile and on_layer is None:
+        if (capture is None or capture is False) and not profile and on_layer is None and out is None:
             arrays = self._bind(inputs, cast)
             if self._dynamic:
                 self._reinfer(arrays)
             return self._execute(arrays, None)
         cap_nodes = None if capture is None or capture is False else self._capture_nodes(capture)
         arrays = self._bind(inputs, cast)
-        if self._dynamic:
-            self._reinfer(arrays)
+        infos = self._reinfer(arrays) if self._dynamic else None
+        dest = None if out is None else self._bind_out(out, arrays, infos)
         captures: list[LayerOutput] = []
         times: list[LayerTime] = []
         hooks: list[LayerHook] = []
@@ -414,7 +477,7 @@ class Model:
                 for h in hooks:
                     h(node, outs, s)
         t0 = time.perf_counter()
-        result = self._execute(arrays, hook)
+        result = self._execute(arrays, hook, dest)
         if cap_nodes is not None or profile:
             return RunResult(result, captures, times, time.perf_counter() - t0)
         return result
@@ -448,8 +511,20 @@ class Model:
                     raise ValueError(f"layer {key!r} is not run (no Result depends on it)")
         return sorted({n.index: n for n in out}.values(), key=lambda n: n.index)
 
-    def _execute(self, arrays: list[np.ndarray], hook: LayerHook | None) -> dict[str, np.ndarray]:
-        """The one execution loop: feed inputs, run every step, free dead values, collect outputs."""
+    def _execute(self, arrays: list[np.ndarray], hook: LayerHook | None,
+                 dest: list[np.ndarray | None] | None = None) -> dict[str, np.ndarray]:
+        """The one execution loop: feed inputs, run every step, free dead values, collect outputs.
+        ``dest``: the caller's out= arrays per output (see run)."""
+        direct: dict[tuple[int, int], np.ndarray] = {}  # value -> caller array its kernel may write into
+        if dest is not None:
+            from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
+
+            for d, src in zip(dest, self._out_src, strict=True):
+                # An out array that overlaps an input is filled only after everything has run (a later
+                # layer may still read that input); a non-contiguous one is filled by a copy.
+                if (d is not None and src not in direct and d.flags.c_contiguous
+                        and not any(np.may_share_memory(d, a) for a in arrays)):
+                    direct[src] = d
         values: dict[tuple[int, int], np.ndarray] = dict(self._constants)
         for pi, arr in zip(self.graph.parameters, arrays, strict=True):
             values[(pi, 0)] = arr
@@ -457,8 +532,18 @@ class Model:
                 hook(self.graph.nodes[pi], [arr], 0.0)
         for st in self._steps:
             ins = [values[a] for a in st.args]
+            targets = [direct[(st.node.index, k)] for k in range(len(st.node.outputs))
+                       if (st.node.index, k) in direct] if direct else None
             try:
-                if hook is None:
+                if targets:
+                    with OUTPUTS.provide(targets):
+                        if hook is None:
+                            outs = st.kernel(ins)
+                        else:
+                            t0 = time.perf_counter()
+                            outs = st.kernel(ins)
+                            hook(st.node, outs, time.perf_counter() - t0)
+                elif hook is None:
                     outs = st.kernel(ins)
                 else:
                     t0 = time.perf_counter()
@@ -476,9 +561,14 @@ class Model:
             for a in st.frees:
                 values.pop(a, None)
         result: dict[str, np.ndarray] = {}
-        for spec, src in zip(self.outputs, self._out_src, strict=True):
+        for i, (spec, src) in enumerate(zip(self.outputs, self._out_src, strict=True)):
             v = values[src]
-            if src in self._constants or src[0] in self.graph.parameters:
+            d = dest[i] if dest is not None else None
+            if d is not None:
+                if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)
+                    np.copyto(d, v.reshape(d.shape))
+                v = d
+            elif src in self._constants or src[0] in self.graph.parameters:
                 v = np.array(v, copy=True)  # never hand out a constant or the caller's own input
             result[spec.name] = v
         return result
@@ -491,6 +581,12 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({os.path.basename(self.path)!r}, inputs={self.inputs}, outputs={self.outputs}, "
                 f"layers={len(self.graph.nodes)})")
+
+
+def _same_memory(v: np.ndarray, d: np.ndarray) -> bool:
+    """v is d's own memory in d's element order (the kernel wrote into the out= array)."""
+    return (v.dtype == d.dtype and v.size == d.size and v.flags.c_contiguous and d.flags.c_contiguous
+            and v.__array_interface__["data"][0] == d.__array_interface__["data"][0])
 
 
 def raise_if_invalid(graph: Graph) -> None:
