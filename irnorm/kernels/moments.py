@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 from llvmlite import ir as llvm_ir
@@ -659,6 +660,50 @@ _DIRECT = {_F32, _F64, _F16} | ({_BF16} if _BF16 is not None else set())  # dtyp
 _NO_STATS = np.zeros((1, 1), np.float64)  # passed when want_stats is false: never written
 
 
+class _Plan(NamedTuple):
+    """Everything about one normalize() call that depends only on shapes, dtypes and attributes
+    (memoized: a model calls with the same ones every time)."""
+
+    perm: tuple[int, ...] | None  # transpose making the reduced axes last, or None
+    inv_perm: tuple[int, ...] | None
+    outer: int
+    red: int
+    inner: int
+    cdt: np.dtype  # compute dtype
+    seg_len: int
+    n_aff: int  # length of the scale/bias tables
+    kshape: tuple[int, ...]  # (outer, red) or (outer, red, inner)
+    y_dtype: np.dtype  # what the kernel writes
+    kern: Any
+    block: int  # strided path: columns per task (0 on the rows path)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape: tuple[int, ...], x_dtype: np.dtype, axes: tuple[int, ...], seg_len: int | None, o_mod: int,
+          out_dtype: np.dtype) -> _Plan:
+    cdt = _F64 if x_dtype == _F64 else _F32
+    perm, outer, red, inner = _layout(shape, axes)
+    seg_len = max(red if seg_len is None else seg_len, 1)
+    n_aff = max(o_mod * (red // seg_len), 1)
+    serial = math.prod(shape) <= SERIAL_MAX
+    block = 0
+    if inner == 1:
+        kshape = (outer, red)
+        if serial:
+            kern = rows_serial
+        elif outer < SPLIT_ROWS and red > CHUNK:
+            kern = rows_split
+        else:
+            kern = rows_parallel
+    else:
+        kshape = (outer, red, inner)
+        kern = strided_serial if serial else strided_parallel
+        block = strided_block(outer, red, inner)
+    inv_perm = tuple(int(i) for i in np.argsort(perm)) if perm is not None else None
+    return _Plan(perm, inv_perm, outer, red, inner, cdt, seg_len, n_aff, kshape,
+                 out_dtype if out_dtype in _DIRECT else cdt, kern, block)
+
+
 def normalize(
     x: np.ndarray,
     axes: list[int],
@@ -681,46 +726,33 @@ def normalize(
     The result never shares memory with `x`.
     """
     out_dtype = x.dtype if out_dtype is None else np.dtype(out_dtype)
-    cdt = _F64 if x.dtype == _F64 else _F32
-    perm, outer, red, inner = _layout(x.shape, tuple(axes))
-    if seg_len is None:
-        seg_len = red
-    seg_len = max(seg_len, 1)
-    nseg = red // seg_len
-    n_aff = max(o_mod * nseg, 1)
-    scale = _const_vector(1.0, cdt, n_aff) if scale is None else _vector(scale, cdt)
-    bias = _const_vector(0.0, cdt, n_aff) if bias is None else _vector(bias, cdt)
+    p = _plan(x.shape, x.dtype, tuple(axes), seg_len, o_mod, out_dtype)
+    cdt = p.cdt
+    scale = _const_vector(1.0, cdt, p.n_aff) if scale is None else _vector(scale, cdt)
+    bias = _const_vector(0.0, cdt, p.n_aff) if bias is None else _vector(bias, cdt)
     if want_stats:
-        shift_out = np.zeros((outer, inner), np.float64)
-        mult_out = np.zeros((outer, inner), np.float64)
+        shift_out = np.zeros((p.outer, p.inner), np.float64)
+        mult_out = np.zeros((p.outer, p.inner), np.float64)
     else:
         shift_out = mult_out = _NO_STATS
     if x.size == 0:
         y = np.empty(x.shape, out_dtype)
         return (y, shift_out, mult_out) if want_stats else y
-    xc = x.transpose(perm) if perm is not None else x
-    xk = _kernel_view(np.ascontiguousarray(xc))
+    xc = x.transpose(p.perm) if p.perm is not None else x
+    xk = _kernel_view(xc if xc.flags.c_contiguous else np.ascontiguousarray(xc))
     if xk is None:  # integer or other data: widen once
         xk = np.ascontiguousarray(xc, dtype=cdt)
-    y = OUTPUTS.empty(xk.shape, out_dtype if out_dtype in _DIRECT else cdt)  # recycled once released
+    y = OUTPUTS.empty(xk.shape, p.y_dtype)  # recycled once released (or the caller's out= array)
     yk = _kernel_view(y)
-    serial = x.size <= SERIAL_MAX
-    if inner == 1:
-        x2, y2 = xk.reshape(outer, red), yk.reshape(outer, red)
+    if p.block == 0:
         s1, m1 = (shift_out.reshape(-1), mult_out.reshape(-1)) if want_stats else (_NO_STATS[0], _NO_STATS[0])
-        if serial:
-            kern = rows_serial
-        elif outer < SPLIT_ROWS and red > CHUNK:
-            kern = rows_split
-        else:
-            kern = rows_parallel
-        kern(x2, y2, center, mode, eps, scale, bias, o_mod, seg_len, want_stats, s1, m1)
+        p.kern(xk.reshape(p.kshape), yk.reshape(p.kshape), center, mode, eps, scale, bias, o_mod, p.seg_len,
+               want_stats, s1, m1)
     else:
-        kern = strided_serial if serial else strided_parallel
-        kern(xk.reshape(outer, red, inner), yk.reshape(outer, red, inner), center, mode, eps, scale, bias, o_mod,
-             seg_len, strided_block(outer, red, inner), want_stats, shift_out, mult_out)
-    if perm is not None:
-        y = y.transpose(np.argsort(perm))
+        p.kern(xk.reshape(p.kshape), yk.reshape(p.kshape), center, mode, eps, scale, bias, o_mod, p.seg_len,
+               p.block, want_stats, shift_out, mult_out)
+    if p.inv_perm is not None:
+        y = y.transpose(p.inv_perm)
     if y.dtype != out_dtype or not y.flags.c_contiguous:
         y = np.ascontiguousarray(y).astype(out_dtype, copy=False)
     return (y, shift_out, mult_out) if want_stats else y

@@ -124,9 +124,10 @@ def power_mode(power: np.ndarray) -> int:
 
 
 def scale(x: np.ndarray, scale_c: np.ndarray, shift_c: np.ndarray, power_c: np.ndarray, k_count: int, inner: int,
-          out_dtype: np.dtype) -> np.ndarray:
+          out_dtype: np.dtype, pmode: int | None = None) -> np.ndarray:
     """Apply the layer to `x` with coefficient arrays of length k_count (float32).  int8 output
-    rounds half to even and saturates; f16/bf16 output is computed in float32 and rounded once."""
+    rounds half to even and saturates; f16/bf16 output is computed in float32 and rounded once.
+    `pmode` is power_mode(power_c), when the caller has it already."""
     out_dtype = np.dtype(out_dtype)
     xs = x if x.dtype in (np.float32, np.int8) else x.astype(np.float32)
     xs = np.ascontiguousarray(xs).reshape(-1)
@@ -134,7 +135,8 @@ def scale(x: np.ndarray, scale_c: np.ndarray, shift_c: np.ndarray, power_c: np.n
     # large outputs come from the recycling pool (no page faults on reuse; never a held array)
     out = pool.OUTPUTS.empty(xs.shape, np.int8 if sat else np.float32)
     if xs.size:
-        pmode = power_mode(power_c)
+        if pmode is None:
+            pmode = power_mode(power_c)
         if inner == 1 and k_count > 1:
             scale_rows(xs.reshape(-1, k_count), out.reshape(-1, k_count), scale_c, shift_c, power_c, pmode, sat)
         else:
