@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .errors import Diagnostic, InputError, IrnormError, ResourceLimitError
+from .errors import MAX_LISTED, Diagnostic, InputError, IrnormError, ResourceLimitError
 
 EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPT = 1, 2, 3, 130
 
@@ -327,9 +327,11 @@ def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet:
         report.append({"file": path, "ok": not errors, "diagnostics": [d.to_dict() for d in diags]})
         if as_json:
             continue
-        for d in diags:
-            if d.severity == "error" or not quiet:
-                click.echo(d.format(), err=bool(errors))
+        shown = [d for d in diags if d.severity == "error" or not quiet]
+        for d in shown[:MAX_LISTED]:
+            click.echo(d.format(), err=bool(errors))
+        if len(shown) > MAX_LISTED:
+            click.echo(f"{path}: ... and {len(shown) - MAX_LISTED} more (--json lists them all)", err=bool(errors))
         if not errors and not quiet:
             warn = sum(1 for d in diags if d.severity == "warning")
             click.echo(f"{path}: OK" + (f" ({warn} warning{'s' if warn != 1 else ''})" if warn else ""))
@@ -409,8 +411,10 @@ def main(argv: list[str] | None = None) -> None:
         e.show()
         sys.exit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
     except IrnormError as e:
-        for d in e.diagnostics:
+        for d in e.diagnostics[:MAX_LISTED]:
             _err(d.format())
+        if len(e.diagnostics) > MAX_LISTED:
+            _err(f"... and {len(e.diagnostics) - MAX_LISTED} more (irnorm validate --json lists them all)")
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         _err("irnorm: interrupted")

@@ -63,9 +63,21 @@ CODES: dict[str, str] = {
 }
 
 
+MAX_MESSAGE_CHARS = 2000  # a message quoting a hostile file's 200,000 axes stays readable
+MAX_NAME_CHARS = 200  # layer names as printed
+MAX_LISTED = 100  # errors spelled out in an exception's text and in the CLI's text output
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
 @dataclass
 class Diagnostic:
-    """One problem found in a model, a weights file or an input."""
+    """One problem found in a model, a weights file or an input.  Messages longer than
+    MAX_MESSAGE_CHARS are cut (saying how much was cut)."""
 
     code: str
     message: str
@@ -78,6 +90,9 @@ class Diagnostic:
     layer_version: str | None = None
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.message = _clip(str(self.message), MAX_MESSAGE_CHARS)
+
     def format(self) -> str:
         """``model.xml:LINE: error: layer ID 'NAME' (Type-opsetN): what is wrong [IRN0xx]``."""
         where = self.file or "<input>"
@@ -85,7 +100,8 @@ class Diagnostic:
             where += f":{self.line}"
         layer = ""
         if self.layer_id is not None or self.layer_name is not None:
-            layer = f"layer {self.layer_id or '?'} '{self.layer_name or ''}'"
+            layer = f"layer {_clip(str(self.layer_id or '?'), MAX_NAME_CHARS)} " \
+                    f"'{_clip(self.layer_name or '', MAX_NAME_CHARS)}'"
             if self.layer_type:
                 layer += f" ({self.layer_type}-{self.layer_version or '?'})"
             layer += ": "
@@ -121,7 +137,11 @@ class IrnormError(Exception):
         self.line = first.line
         self.layer_id = first.layer_id
         self.layer_name = first.layer_name
-        super().__init__("\n".join(d.format() for d in self.errors or self.diagnostics))
+        shown = self.errors or self.diagnostics
+        text = "\n".join(d.format() for d in shown[:MAX_LISTED])
+        if len(shown) > MAX_LISTED:
+            text += f"\n... and {len(shown) - MAX_LISTED} more (all are in .diagnostics)"
+        super().__init__(text)
 
     @property
     def errors(self) -> list[Diagnostic]:
