@@ -241,3 +241,25 @@ def test_reference_runner_drops_values_after_their_last_use():
     # parameter; GN (consumes the parameter: dropped); L2 (GN's output is still read by a Result)
     assert max(live) <= 3
     assert ("input_image" not in {m.graph.nodes[k[0]].layer.name for k in runner.values})
+
+
+def test_correct_f16_overflow_is_not_a_divergence(tmp_path):
+    """x (f16) * 1000 overflows f16 for |x| > 65.5: irnorm gives +-inf, as rounding to f16 must; the
+    float64 reference saturates to the declared type's range too, so the layer and the one after it
+    (inf - inf = NaN on both sides) agree, and a wrong finite answer would still diverge."""
+    from irbuilder import IRBuilder
+
+    b = IRBuilder("ovf")
+    x = b.parameter("x", (1, 6), "f16")
+    k = b.const(np.array([1000.0], np.float16), "k")
+    (y,) = b.layer("Multiply", [x, k], [((1, 6), "f16")], None, version="opset1", names=["y"])
+    (z,) = b.layer("Subtract", [y, y], [((1, 6), "f16")], None, version="opset1", names=["z"])
+    b.result(y)
+    b.result(z)
+    xml = b.save(tmp_path)
+    feed = {"x": np.array([[-100, -60, 0.5, 60, 65.5, 100]], np.float16)}
+    rep = irnorm.compare(str(xml), against="reference", inputs=feed)
+    assert rep.ok, rep.table()
+    got = irnorm.load(xml).run(feed)
+    assert np.isinf(got["y"][0, [0, 5]]).all() and np.isfinite(got["y"][0, 1:4]).all()
+    assert np.isnan(got["z"][0, [0, 5]]).all()

@@ -2,7 +2,10 @@
 numpy for the plumbing ops, one table from (op type, op version) to the reference call.
 
 Floating-point tensors are carried in float64 from layer to layer (a Convert to f16 does not
-round); integer and boolean tensors keep their exact dtype.  Folded constants enter as irnorm
+round), but within their declared type's range: an f16/bf16 (or f32) output whose exact value
+lies beyond that type's largest finite value becomes +-inf, as correct rounding to the type makes
+it, so a correct overflow is not reported as a divergence; integer and boolean tensors keep their
+exact dtype.  Folded constants enter as irnorm
 folded them (Const->Convert decompression is exact).  A layer with no table entry, or whose
 reference raises, is reported (``no reference for X``) and irnorm's own output is used downstream,
 so every later layer is still checked.
@@ -55,12 +58,25 @@ def as_ref_value(arr: np.ndarray) -> np.ndarray:
 def _cast_out(v: np.ndarray, elem: str) -> np.ndarray:
     v = np.asarray(v)
     if elem in FLOAT_TYPES or elem not in ELEMENT_TYPES:
-        return v.astype(np.float64)
+        v = v.astype(np.float64)
+        if elem in ELEMENT_TYPES and ELEMENT_TYPES[elem].itemsize < 8 and v.size:
+            v = _saturate(v, ELEMENT_TYPES[elem])
+        return v
     dt = ELEMENT_TYPES[elem]
     if dt == np.bool_:
         return v != 0
     with np.errstate(invalid="ignore", over="ignore"):
         return v.astype(dt)
+
+
+def _saturate(v: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Exact values that round to +-inf in `dt` (round to nearest even: past max + half an ulp)
+    become +-inf; everything else keeps its float64 value."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        over = np.isinf(v.astype(dt)) & np.isfinite(v)
+    if not over.any():
+        return v
+    return np.where(over, np.copysign(np.inf, v), v)
 
 
 def _ints(a: np.ndarray) -> list[int]:
