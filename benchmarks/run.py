@@ -136,7 +136,21 @@ def _check(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> str | No
     return None if err <= tol else f"{name}: max rel error {err:.3g} vs numpy"
 
 
-def bench_workload(w: Workload, quick: bool, rounds: int, gap: float, min_sample: float, tmp: str) -> dict:
+def wait_gap(seconds: float, mode: str) -> None:
+    """The pause between contenders.  "sleep" idles the CPU; "busy" spins this thread instead, which
+    keeps a VM's virtual CPU from halting (see the README: on a guest with the cpuidle-haltpoll
+    governor a long halt shrinks the poll window, and the next contender's thread wake-ups are
+    slow until it has grown back).  Either way other contenders' spinning threads get the time to stop."""
+    if mode == "sleep":
+        time.sleep(seconds)
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def bench_workload(w: Workload, quick: bool, rounds: int, gap: float, min_sample: float, tmp: str,
+                   gap_mode: str = "sleep") -> dict:
     shape = w.quick_shape if quick else w.shape
     x = make_input(w, shape)
     ov_xml = write_openvino_ir(w, shape, os.path.join(tmp, f"{w.key}.ov.xml"))
@@ -197,7 +211,7 @@ def bench_workload(w: Workload, quick: bool, rounds: int, gap: float, min_sample
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             f, k = calls[name], reps[name]
-            time.sleep(gap)
+            wait_gap(gap, gap_mode)
             t0 = time.perf_counter()
             for _ in range(k):
                 f()
@@ -246,7 +260,8 @@ def markdown(results: list[dict], info: dict, quick: bool, rounds: int) -> str:
         f"Load average (1 min) at start / end: {_load(info.get('loadavg_start'))} / {_load(info.get('loadavg_end'))}"
         " (other processes on a 2-core machine distort parallel timings: read ratios, not absolute times).",
         "",
-        f"Times in ms: median (p10–p90) of {rounds} interleaved rounds{' (--quick sizes)' if quick else ''}. "
+        f"Times in ms: median (p10–p90) of {rounds} interleaved rounds{' (--quick sizes)' if quick else ''}, "
+        f"{info.get('gap', '?')} between contenders; Numba threading layer: {info.get('numba_layer', '?')}. "
         "ratio = irnorm / OpenVINO medians (the target), (p10s) = the same for the 10th percentiles; "
         "GB/s = (input + output bytes) / irnorm median; "
         "copy % = np.copyto of the same bytes in the same run / irnorm.",
@@ -278,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 30, --quick 3)")
     ap.add_argument("--only", default="", help="comma-separated workload keys (default: all)")
     ap.add_argument("--gap", type=float, default=0.02, help="seconds of sleep between contenders (default 0.02)")
+    ap.add_argument("--gap-mode", choices=("sleep", "busy"), default="sleep",
+                    help="sleep between contenders (default) or busy-wait (keeps a VM's CPUs from halting)")
     ap.add_argument("--sample-ms", type=float, default=10.0,
                     help="each sample repeats a call back to back for at least this long (default 10 ms; "
                          "--quick 0.2): amortizes waking thread pools and refilling caches after the gap")
@@ -299,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         where = args.models or tmp
         os.makedirs(where, exist_ok=True)
         for w in todo:
-            r = bench_workload(w, args.quick, rounds, gap, min_sample, where)
+            r = bench_workload(w, args.quick, rounds, gap, min_sample, where, args.gap_mode)
             results.append(r)
             ti, to = r["times"].get("irnorm"), r["times"].get("openvino")
             print(f"{w.key:5s} irnorm {ti['median'] * 1e3 if ti else float('nan'):9.3f} ms   "
@@ -307,6 +324,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"ratio {r.get('ratio', float('nan')):.2f} (target {w.target})"
                   + (f"   {r['notes']}" if {k for k in r['notes'] if k != 'torch'} else ""),
                   file=sys.stderr, flush=True)
+    info["gap"] = f"{gap * 1e3:g} ms {'sleep' if args.gap_mode == 'sleep' else 'busy-wait'}"
+    try:
+        import numba
+
+        info["numba_layer"] = numba.threading_layer()
+    except (ImportError, ValueError):  # no parallel kernel ran
+        info["numba_layer"] = None
     try:
         info["loadavg_end"] = os.getloadavg()[0]
     except OSError:
@@ -315,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     print(md)
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"machine": info, "quick": args.quick, "rounds": rounds, "gap": gap, "results": results}, f,
+            json.dump({"machine": info, "quick": args.quick, "rounds": rounds, "gap": gap, "gap_mode": args.gap_mode,
+                       "results": results}, f,
                       indent=1)
     if args.md_out:
         with open(args.md_out, "w") as f:
