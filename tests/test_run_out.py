@@ -220,3 +220,31 @@ def test_out_from_several_threads() -> None:
     for t in threads:
         t.join(60)
     assert not errors, errors
+
+
+def test_idle_pooled_buffers_count_against_max_memory(tmp_path: Path) -> None:
+    """The output pool keeps released buffers for reuse; a run trims them so that the pool's idle
+    buffers plus the run's planned peak stay within the model's max_memory."""
+    from irnorm.kernels.pool import OUTPUTS
+
+    def abs_model(name: str, shape: tuple[int, ...], **kw) -> irnorm.Model:
+        b = IRBuilder(name)
+        x = b.parameter("x", shape)
+        (y,) = b.layer("Abs", [x], [(shape, "f32")], None, version="opset1", names=["y"])
+        b.result(y)
+        return irnorm.load(b.save(tmp_path / name), **kw)
+
+    OUTPUTS.clear()
+    big = abs_model("big", (512, 1024))  # 2 MiB output: pooled
+    big.run([np.ones((512, 1024), np.float32)])  # result dropped: its buffer is idle in the pool
+    assert OUTPUTS.tracked_bytes() == 2 << 20
+    roomy = abs_model("roomy", (4, 4))
+    roomy.run([np.ones((4, 4), np.float32)])
+    assert OUTPUTS.tracked_bytes() == 2 << 20, "within the default limit the buffer is kept for reuse"
+    tight = abs_model("tight", (4, 4), max_memory=1 << 20)
+    np.testing.assert_array_equal(tight.run([-np.ones((4, 4), np.float32)])["y"], np.ones((4, 4)))
+    assert OUTPUTS.tracked_bytes() == 0, "a 1 MiB limit leaves no room for an idle 2 MiB buffer"
+    held = big.run([np.ones((512, 1024), np.float32)])["y"]
+    tight.run([np.ones((4, 4), np.float32)])
+    assert OUTPUTS.tracked_bytes() == 2 << 20, "a buffer the caller still holds is not the pool's to free"
+    np.testing.assert_array_equal(held, 1.0)

@@ -8,6 +8,10 @@ so an array the caller still holds is never overwritten.  At most MAX_BUFFERS bu
 tracked and at most MAX_FREE_BYTES of released ones are kept waiting for reuse.  Concurrent calls are safe: a buffer in
 use by another call is referenced and therefore not free; the check-and-take happens under a lock.
 
+``trim(allowance)`` lets go of released buffers until everything the pool tracks fits in
+`allowance` bytes: a Model calls it before each run with its memory limit minus the run's
+planned peak, so --max-memory / max_memory= bounds the pool's idle buffers too.
+
 ``provide(arr)`` is the ``run(..., out=...)`` opt-in: while it is active (in this thread only), the
 first ``empty`` request of arr's shape and dtype gets the caller's own array instead of a pool
 buffer, so the kernel writes the result straight into it.
@@ -95,6 +99,24 @@ class Recycler:
             b = np.empty(n, np.uint8)
             self._bufs.append(b)
             return b.view(dtype).reshape(shape)
+
+    def tracked_bytes(self) -> int:
+        return sum(b.nbytes for b in self._bufs)
+
+    def trim(self, allowance: int) -> None:
+        """Drop released buffers (oldest first) until the tracked ones total at most `allowance`
+        bytes (buffers still referenced by someone are not the pool's to free)."""
+        if not self._bufs:
+            return
+        with self._lock:
+            total = self.tracked_bytes()
+            i = 0
+            while total > allowance and i < len(self._bufs):
+                if self._count(i) == self._free_refs:
+                    total -= self._bufs[i].nbytes
+                    del self._bufs[i]
+                else:
+                    i += 1
 
     def clear(self) -> None:
         """Forget every tracked buffer (memory is freed as soon as nothing else holds it)."""

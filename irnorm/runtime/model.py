@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -184,6 +185,7 @@ class Model:
             for n in spec.names:
                 self._name_to_input.setdefault(n, i)
         self._dynamic = any(s.is_dynamic for s in self.inputs)
+        self._peak = 0  # planned peak bytes of the last checked shapes (see _check_memory)
         self._plan()
         if not self._dynamic:
             self._check_memory({pi: n.outputs[0] for pi, n in ((p, graph.nodes[p]) for p in graph.parameters)},
@@ -250,6 +252,7 @@ class Model:
                 info = infos.get(a) or params.get(a[0])
                 if info is not None:
                     cur -= nbytes(info.shape, info.dtype)
+        self._peak = peak
         if peak > self.max_memory:
             raise ResourceLimitError(Diagnostic(
                 "IRN051", f"running this model needs about {fmt_bytes(peak)}, over the limit of "
@@ -515,6 +518,9 @@ class Model:
                  dest: list[np.ndarray | None] | None = None) -> dict[str, np.ndarray]:
         """The one execution loop: feed inputs, run every step, free dead values, collect outputs.
         ``dest``: the caller's out= arrays per output (see run)."""
+        pool = sys.modules.get("irnorm.kernels.pool")  # imported once a kernel has been built
+        if pool is not None and pool.OUTPUTS._bufs:
+            pool.OUTPUTS.trim(self.max_memory - self._peak)  # idle pooled buffers count against the limit
         direct: dict[tuple[int, int], np.ndarray] = {}  # value -> caller array its kernel may write into
         if dest is not None:
             from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
