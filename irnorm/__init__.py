@@ -19,7 +19,6 @@ from .errors import (
     ResourceLimitError,
     ValidationError,
 )
-from .workbench.compare import compare
 
 __version__ = "0.1.0"
 
@@ -37,3 +36,12 @@ __all__ = [
     "load",
     "validate",
 ]
+
+
+def __getattr__(name: str):
+    """irnorm.compare is imported on first use: the workbench is not needed to load or run a model."""
+    if name == "compare":
+        from .workbench.compare import compare
+
+        return compare
+    raise AttributeError(f"module 'irnorm' has no attribute {name!r}")

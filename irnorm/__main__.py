@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .cli import main
+from .cli import console_main
 
 if __name__ == "__main__":
-    main()
+    console_main()
