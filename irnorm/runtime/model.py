@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,8 +185,13 @@ class Model:
             for n in spec.names:
                 self._name_to_input.setdefault(n, i)
         self._dynamic = any(s.is_dynamic for s in self.inputs)
+        # per input: its exact shape when static (the per-call fast path in _bind), else None
+        self._static_shapes = [None if s.is_dynamic else tuple(s.shape) for s in self.inputs]
         self._peak = 0  # planned peak bytes of the last checked shapes (see _check_memory)
         self._plan()
+        params = set(graph.parameters)
+        # outputs that are a folded constant or an input: handed out as copies
+        self._out_copies = [src in self._constants or src[0] in params for src in self._out_src]
         if not self._dynamic:
             self._check_memory({pi: n.outputs[0] for pi, n in ((p, graph.nodes[p]) for p in graph.parameters)},
                                self._static_infos())
@@ -260,7 +265,31 @@ class Model:
 
     # ---- inputs ---------------------------------------------------------------------
 
+    def _fast_bind(self, values: Iterable[Any]) -> list[np.ndarray] | None:
+        """The common call: C-contiguous arrays of exactly the declared dtype and static shape,
+        one per input, in input order.  None when anything needs the full checks."""
+        out = []
+        for v, spec, shape in zip(values, self.inputs, self._static_shapes, strict=False):
+            if (type(v) is not np.ndarray or v.dtype != spec.dtype or v.shape != shape
+                    or not v.flags.c_contiguous):
+                return None
+            out.append(v)
+        return out if len(out) == len(self.inputs) else None
+
     def _bind(self, inputs: Mapping[str, Any] | Sequence[Any] | None, cast: bool) -> list[np.ndarray]:
+        if not self._dynamic:
+            if type(inputs) is dict and len(inputs) == len(self.inputs):
+                fast = self._fast_bind(inputs.get(s.name) for s in self.inputs)
+                if fast is not None:
+                    return fast
+            elif type(inputs) in (list, tuple) and len(inputs) == len(self.inputs):
+                fast = self._fast_bind(inputs)
+                if fast is not None:
+                    return fast
+            elif type(inputs) is np.ndarray and len(self.inputs) == 1:
+                fast = self._fast_bind([inputs])
+                if fast is not None:
+                    return fast
         if inputs is None:
             inputs = {}
         if isinstance(inputs, np.ndarray):  # m.run(x): one array, not a sequence of its rows
@@ -574,7 +603,7 @@ class Model:
                 if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)
                     np.copyto(d, v.reshape(d.shape))
                 v = d
-            elif src in self._constants or src[0] in self.graph.parameters:
+            elif self._out_copies[i]:
                 v = np.array(v, copy=True)  # never hand out a constant or the caller's own input
             result[spec.name] = v
         return result
