@@ -336,3 +336,28 @@ def test_bit_identical_whatever_the_split() -> None:
     big = np.concatenate([small, rand((400, 200), seed=25)])
     assert M.normalize(small, [1], M.INSIDE_SQRT, 1e-5).tobytes() == \
         M.normalize(big, [1], M.INSIDE_SQRT, 1e-5)[:5].tobytes()
+
+
+@pytest.mark.parametrize("spread, scale0, bias0", [(0.01, 3e38, 1.0), (0.01, -3e38, 0.5), (1e10, 1e-30, 0.0)])
+def test_affine_with_extreme_weights_matches_the_unfused_formula(spread: float, scale0: float, bias0: float) -> None:
+    """y = (x - mean) * mult * scale + bias: the per-segment multiplier mult * scale may overflow
+    (or go subnormal) in float32 where (x - mean) * mult * scale does not; the kernel then falls back
+    to the unfused product, so finite results stay finite (x == mean gives the bias, not NaN) and
+    tiny ones keep their precision."""
+    base = np.array([-1.0, -0.5, 0.25, 0.5, 1.0, -1.0, 0.5, -0.25, 0.0, 0.0, 0.1, -0.1])
+    x = (base * spread).astype(np.float32)
+    x[8:10] = x.astype(np.float64).mean()  # exactly the (float32) mean: d == 0 in the extreme segment
+    sc = np.array([scale0, 2.0, scale0], np.float32)
+    bi = np.array([bias0, -1.0, bias0], np.float32)
+    y = M.normalize(x[None], [1], M.INSIDE_SQRT, 0.0, scale=sc, bias=bi, seg_len=4)[0]
+    xd = x.astype(np.float64)
+    mult = 1.0 / np.sqrt(xd.var())
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.float32(mult) * np.float32(scale0)) or abs(np.float32(mult) * np.float32(scale0)) \
+            < np.finfo(np.float32).tiny, "the case must make the fused multiplier overflow or go subnormal"
+        want = ((xd - xd.mean()) * mult * np.repeat(sc.astype(np.float64), 4)
+                + np.repeat(bi.astype(np.float64), 4)).astype(np.float32)
+    finite = np.isfinite(want)
+    assert finite[:4].any() and np.array_equal(np.isfinite(y), finite), (y, want)
+    np.testing.assert_allclose(y[finite], want[finite], rtol=1e-5, atol=0)
+    assert np.all(np.sign(y[~finite]) == np.sign(want[~finite]))

@@ -185,6 +185,23 @@ def _cast_like_impl(v, like):
     return impl
 
 
+def _is_normal(v, like):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """|v| is a normal, finite number of like's element type (not 0, subnormal, inf or NaN)."""
+    raise NotImplementedError
+
+
+@overload(_is_normal, inline="always")
+def _is_normal_impl(v, like):
+    info = np.finfo(np.float64 if like.dtype == types.float64 else np.float32)
+    tiny, big = float(info.tiny), float(info.max)
+
+    def impl(v, like):
+        a = abs(v)
+        return a >= tiny and a <= big
+
+    return impl
+
+
 # ---- statistics ---------------------------------------------------------------------------------
 
 
@@ -340,12 +357,17 @@ def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
         r = r0 + j
         k = r // seg_len
         e = min(n, (k + 1) * seg_len - r0)
-        m = mu * scale[base + k]
+        s = scale[base + k]
+        m = mu * s
         b = bias[base + k]
         xk = xs[j:e]
         yk = ys[j:e]
-        for i in range(e - j):
-            store(yk, i, ((load(xk[i]) - hi) - lo) * m + b)
+        if _is_normal(m, scale) or m == 0.0 and (mu == 0.0 or s == 0.0):
+            for i in range(e - j):
+                store(yk, i, ((load(xk[i]) - hi) - lo) * m + b)
+        else:  # mu * scale overflowed or went subnormal, though (x - mean) * mu * scale may not: unfused
+            for i in range(e - j):
+                store(yk, i, ((load(xk[i]) - hi) - lo) * mu * s + b)
         j = e
 
 
