@@ -295,3 +295,30 @@ def test_layers_with_a_shared_name_are_reported_not_guessed(tmp_path):
         ("twin", "skipped", "layer name is not unique in the IR"),
         ("twin", "skipped", "layer name is not unique in the IR"),
         ("last", "ok", "")]  # rank 3: the CPU applies the empty-axes rule here
+
+
+def test_per_layer_tolerances(tmp_path, monkeypatch):
+    """layer_rtol/layer_atol (CLI: --rtol LAYER=R, --atol LAYER=A) loosen one layer, by name, id or
+    model-output name, and leave every other layer at the default; an unknown key is an error that
+    suggests the close names."""
+    xml = l2_chain(tmp_path)
+    real = refeval._BY_LOWER["groupnormalization"]
+    monkeypatch.setitem(refeval._BY_LOWER, "groupnormalization", lambda c: [real(c)[0] * 1.001])
+    m = irnorm.load(xml)
+    gn = next(n for n in m.graph.nodes if n.layer.name == "gn")
+    assert not irnorm.compare(m, "reference").ok
+    for key in ("gn", gn.layer.id):
+        report = irnorm.compare(m, "reference", layer_rtol={key: 0.01})
+        assert report.ok, report.table()
+        row = next(r for r in report.layers if r.name == "gn")
+        assert row.stats.rtol == 0.01
+        others = [r for r in report.layers if r.name != "gn" and r.stats is not None]
+        assert others and all(r.stats.rtol != 0.01 for r in others)
+    with pytest.raises(ValueError, match=r"no layer or output named 'gnn'.*did you mean 'gn'"):
+        irnorm.compare(m, "reference", layer_rtol={"gnn": 0.01})
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--against", "reference", "--rtol", "gn=0.01", "-q"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--against", "reference", "--rtol", "gnn=0.01"])
+    assert res.exit_code == 2 and "did you mean 'gn'" in res.output, res.output
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--against", "reference", "--rtol", "gn=-1"])
+    assert res.exit_code == 2, res.output

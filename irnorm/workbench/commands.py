@@ -227,24 +227,28 @@ def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
 @click.option("--openvino-precision", type=click.Choice(["f32", "bf16", "f16"]), default="f32", show_default=True,
               help="OpenVINO INFERENCE_PRECISION_HINT (the CPU plugin's own default is bf16 on bf16-capable CPUs).")
 @input_options
-@click.option("--rtol", type=float, default=None, help="Relative tolerance (default: per dtype).")
-@click.option("--atol", type=float, default=None, help="Absolute tolerance (default: per dtype).")
+@click.option("--rtol", "rtol_items", multiple=True, metavar="R|LAYER=R",
+              help="Relative tolerance (default: per dtype); LAYER=R for one layer (name or id) or model output.")
+@click.option("--atol", "atol_items", multiple=True, metavar="A|LAYER=A",
+              help="Absolute tolerance (default: per dtype); LAYER=A for one layer (name or id) or model output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line(s).")
 def compare_cmd(model: str, against: str, openvino_precision: str, weights: str | None, inputs_npz: str | None,
                 items: tuple[str, ...], seed: int, shape_items: tuple[str, ...], range_items: tuple[str, ...],
-                cast: bool, rtol: float | None, atol: float | None, as_json: bool, quiet: bool) -> None:
+                cast: bool, rtol_items: tuple[str, ...], atol_items: tuple[str, ...], as_json: bool,
+                quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
     first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
-    from .compare import OpenVINOFailure, OpenVINOUnavailable, compare
+    from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceKeyError, compare
 
-    for name, v in (("--rtol", rtol), ("--atol", atol)):
-        if v is not None and not v >= 0:
-            raise click.BadParameter("must be a non-negative number", param_hint=name)
+    rtol, rtol_per = parse_tol(rtol_items, "--rtol")
+    atol, atol_per = parse_tol(atol_items, "--atol")
     m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
-                         cast=cast)
+                         cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
+    except ToleranceKeyError as e:  # a LAYER= key that names no layer or output
+        raise click.BadParameter(str(e), param_hint="--rtol/--atol") from None
     except (OpenVINOUnavailable, OpenVINOFailure) as e:
         click.echo(f"irnorm: {e}", err=True)
         sys.exit(EXIT_FAIL)

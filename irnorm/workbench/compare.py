@@ -12,6 +12,7 @@ so its intermediate values are those of the unfused layers.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Mapping
@@ -177,13 +178,16 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
             rtol: float | None = None, atol: float | None = None, openvino_precision: str = "f32",
             seed: int = 0, shapes: Mapping[str, Any] | None = None,
             value_ranges: Mapping[str, tuple[float, float]] | None = None, cast: bool = False,
-            weights: str | os.PathLike | None = None) -> CompareReport:
+            weights: str | os.PathLike | None = None, layer_rtol: Mapping[str, float] | None = None,
+            layer_atol: Mapping[str, float] | None = None) -> CompareReport:
     """Run `model` (a Model or a path to its XML) in irnorm and in `against` ("openvino" or
     "reference") with the same inputs and compare every layer's output as irnorm produces it.
 
     `inputs` defaults to seeded random inputs (`seed`, `shapes` for dynamic dims, `value_ranges`).
     `rtol`/`atol` default per dtype (irnorm.workbench.stats.DEFAULT_TOLERANCES; against OpenVINO the
-    looser of the tensor's dtype and the inference precision).  Raises OpenVINOUnavailable when
+    looser of the tensor's dtype and the inference precision); `layer_rtol`/`layer_atol` override them
+    for single layers, keyed by layer name or id or by the name of a model output (ValueError for a
+    key that names none of these).  Raises OpenVINOUnavailable when
     against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it."""
     from ..api import load
 
@@ -201,6 +205,8 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
                    "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]
     outputs_of = _output_names(m)
+    per_rtol = _per_layer(m, layer_rtol, outputs_of, "layer_rtol")
+    per_atol = _per_layer(m, layer_atol, outputs_of, "layer_atol")
     rows: list[LayerComparison] = []
 
     def row(node: Any, k: int, arr: np.ndarray, status: str, stats: ErrorStats | None = None, note: str = ""
@@ -212,7 +218,9 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
 
     def check(node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None, note: str = "") -> None:
         d_rtol, d_atol = default_tolerance(got.dtype, precision)
-        st = error_stats(got, exp, d_rtol if rtol is None else rtol, d_atol if atol is None else atol)
+        r = per_rtol.get((node.index, k), d_rtol if rtol is None else rtol)
+        a = per_atol.get((node.index, k), d_atol if atol is None else atol)
+        st = error_stats(got, exp, r, a)
         row(node, k, got, "ok" if st.passed else "diverged", st, note)
 
     if against == "reference":
@@ -253,6 +261,37 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
         m.run(feeds, cast=cast, on_layer=hook)
     return CompareReport(m.path, against, rows, input_info, rtol, atol,
                          openvino_precision if against == "openvino" else None, notes)
+
+
+class ToleranceKeyError(ValueError):
+    """A layer_rtol/layer_atol key that names no layer, layer id or model output."""
+
+
+def _per_layer(m: Any, tols: Mapping[str, float] | None, outputs_of: Mapping[tuple[int, int], str], what: str
+               ) -> dict[tuple[int, int], float]:
+    """{(node index, output): tolerance} from keys naming a layer (all its outputs), a layer id, or a
+    model output (that one tensor)."""
+    if not tols:
+        return {}
+    by_output = {name: key for key, name in outputs_of.items()}
+    out: dict[tuple[int, int], float] = {}
+    for key, tol in tols.items():
+        tol = float(tol)
+        if not tol >= 0:
+            raise ToleranceKeyError(f"{what}[{key!r}] must be a non-negative number, got {tol}")
+        hits = [n for n in m.graph.nodes if key in (n.layer.name, n.layer.id)]
+        if key in by_output:
+            out[by_output[key]] = tol
+        elif hits:
+            for n in hits:
+                for k in range(len(n.outputs)):
+                    out[(n.index, k)] = tol
+        else:
+            names = [n.layer.name for n in m.graph.nodes] + list(by_output)
+            close = difflib.get_close_matches(str(key), names, n=3)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise ToleranceKeyError(f"no layer or output named {key!r} in {os.path.basename(m.path)}{hint}")
+    return out
 
 
 def _etype(dtype: np.dtype) -> str:
