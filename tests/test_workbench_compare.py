@@ -307,7 +307,7 @@ def test_per_layer_tolerances(tmp_path, monkeypatch):
     m = irnorm.load(xml)
     gn = next(n for n in m.graph.nodes if n.layer.name == "gn")
     assert not irnorm.compare(m, "reference").ok
-    for key in ("gn", gn.layer.id):
+    for key in ("gn", gn.layer.id, int(gn.layer.id)):
         report = irnorm.compare(m, "reference", layer_rtol={key: 0.01})
         assert report.ok, report.table()
         row = next(r for r in report.layers if r.name == "gn")

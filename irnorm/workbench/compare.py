@@ -279,6 +279,7 @@ def _per_layer(m: Any, tols: Mapping[str, float] | None, outputs_of: Mapping[tup
         tol = float(tol)
         if not tol >= 0:
             raise ToleranceKeyError(f"{what}[{key!r}] must be a non-negative number, got {tol}")
+        key = str(key)  # layer ids are strings in the XML; accept ints too
         hits = [n for n in m.graph.nodes if key in (n.layer.name, n.layer.id)]
         if key in by_output:
             out[by_output[key]] = tol
