@@ -13,6 +13,8 @@ forked child that runs a parallel kernel -- the default ``multiprocessing`` star
 Linux), and its work stealing lets the running thread finish a task whose thread was
 descheduled.  Numba's tbbpool extension has no rpath to a venv's ``lib/`` directory, where the
 wheel puts the library, hence the preload.  ``NUMBA_THREADING_LAYER`` set by the user still wins.
+The price, measured in benchmarks/RESULTS.md: in a process that also runs OpenVINO, both share one
+libtbb and Numba's per-call task arena competes with OpenVINO's for the worker threads.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ use by another call is referenced and therefore not free; the check-and-take hap
 planned peak, so --max-memory / max_memory= bounds the pool's idle buffers too.
 
 ``provide(arr)`` is the ``run(..., out=...)`` opt-in: while it is active (in this thread only), the
-first ``empty`` request of arr's shape and dtype gets the caller's own array instead of a pool
-buffer, so the kernel writes the result straight into it.
+first ``empty`` request of arr's dtype and element count gets the caller's own array (reshaped)
+instead of a pool buffer, so the kernel writes the result straight into it.
 """
 
 from __future__ import annotations

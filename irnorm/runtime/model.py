@@ -394,7 +394,7 @@ class Model:
         self._check_memory({pi: infos[(pi, 0)] for pi in g.parameters}, infos)
         return infos
 
-    def _bind_out(self, out: Mapping[str, Any] | Sequence[Any], arrays: list[np.ndarray],
+    def _bind_out(self, out: Mapping[str, Any] | Sequence[Any],
                   infos: dict[tuple[int, int], TensorInfo] | None) -> list[np.ndarray | None]:
         """Check ``out=`` (output name -> array, or a sequence in output order with None to skip):
         each array must be a writeable numpy array of exactly the output's shape and dtype, and
@@ -476,7 +476,7 @@ class Model:
         cap_nodes = None if capture is None or capture is False else self._capture_nodes(capture)
         arrays = self._bind(inputs, cast)
         infos = self._reinfer(arrays) if self._dynamic else None
-        dest = None if out is None else self._bind_out(out, arrays, infos)
+        dest = None if out is None else self._bind_out(out, infos)
         captures: list[LayerOutput] = []
         times: list[LayerTime] = []
         hooks: list[LayerHook] = []
