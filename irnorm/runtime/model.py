@@ -572,18 +572,9 @@ class Model:
             try:
                 if targets:
                     with OUTPUTS.provide(targets):
-                        if hook is None:
-                            outs = st.kernel(ins)
-                        else:
-                            t0 = time.perf_counter()
-                            outs = st.kernel(ins)
-                            hook(st.node, outs, time.perf_counter() - t0)
-                elif hook is None:
-                    outs = st.kernel(ins)
+                        outs = _call(st, ins, hook)
                 else:
-                    t0 = time.perf_counter()
-                    outs = st.kernel(ins)
-                    hook(st.node, outs, time.perf_counter() - t0)
+                    outs = _call(st, ins, hook)
             except RuleError as e:  # a data-dependent rule (e.g. integer division by zero)
                 raise InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
                                             **st.node.layer.where(self.path))) from None
@@ -616,6 +607,16 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({os.path.basename(self.path)!r}, inputs={self.inputs}, outputs={self.outputs}, "
                 f"layers={len(self.graph.nodes)})")
+
+
+def _call(st: Step, ins: list[np.ndarray], hook: LayerHook | None) -> Sequence[np.ndarray]:
+    """One step's kernel, timed and reported to the hook when there is one."""
+    if hook is None:
+        return st.kernel(ins)
+    t0 = time.perf_counter()
+    outs = st.kernel(ins)
+    hook(st.node, outs, time.perf_counter() - t0)
+    return outs
 
 
 def _same_memory(v: np.ndarray, d: np.ndarray) -> bool:
