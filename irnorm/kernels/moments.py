@@ -16,7 +16,8 @@ per-instance scale, and elementwise (seg_len=1) layer-norm scale.
 
 How the arithmetic is organized (and why):
 
-* Rows (inner == 1) are cut into fixed chunks of ``CHUNK`` elements.  A chunk
+* Rows (inner == 1) are cut into fixed chunks of ``CHUNK`` elements (``2 * CHUNK`` for f16/bf16
+  data: the same 8 KiB, and half the per-chunk overhead per element).  A chunk
   gets a provisional mean m (pass 1), then sum(x - m) and sum((x - m)^2)
   (pass 2, from L1), both as compute-type vector-lane sums of a few dozen terms
   each; float64 then corrects them exactly (mean = m + sum(d)/n, M2 = sum(d^2)
@@ -273,7 +274,7 @@ def _chunk_sqdev64(xs, m):
 
 
 # A compute-type sum of squares inside this range had no term overflow and no term lose bits to
-# underflow (f32: terms below 1.2e-38 are subnormal; 2048 of them are < 1e-25 * 2.5e-10).
+# underflow (f32: terms below 1.2e-38 are subnormal; a 4096-element chunk of them is < 1e-25 * 5e-10).
 _SAFE_MIN = 1e-25
 _SAFE_MAX = 1e37
 
@@ -308,6 +309,14 @@ def _chunk_stats(xs, center, like, exact):
     return mean, _chunk_sqdev64(xs, mean)
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _chunk_len(a):
+    """Elements per row chunk for a's element type: CHUNK, or 2 * CHUNK for 2-byte f16/bf16 bits."""
+    if a.itemsize == 2:
+        return 2 * CHUNK
+    return CHUNK
+
+
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _merge(cnt, mean, m2, nc, mc, m2c):
     """Chan et al.: fold a chunk's (nc, mc, m2c) into the running (cnt, mean, m2)."""
@@ -320,13 +329,14 @@ def _merge(cnt, mean, m2, nc, mc, m2c):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _row_stats(row, center, like, exact):
     n = row.shape[0]
-    if n <= CHUNK:
+    ch = _chunk_len(row)
+    if n <= ch:
         return _chunk_stats(row, center, like, exact)
     cnt = 0
     mean = 0.0
     m2 = 0.0
-    for c0 in range(0, n, CHUNK):
-        xs = row[c0:min(c0 + CHUNK, n)]
+    for c0 in range(0, n, ch):
+        xs = row[c0:min(c0 + ch, n)]
         mc, m2c = _chunk_stats(xs, center, like, exact)
         cnt, mean, m2 = _merge(cnt, mean, m2, xs.shape[0], mc, m2c)
     return mean, m2
@@ -412,13 +422,14 @@ def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shi
     """inner == 1 with few long rows: (row, chunk) tasks for the statistics and for the output,
     the chunk merge in between per row, in chunk order (so identical to rows_parallel)."""
     outer, red = x.shape
-    nch = (red + CHUNK - 1) // CHUNK
+    ch = _chunk_len(x)
+    nch = (red + ch - 1) // ch
     cm = np.empty(outer * nch, np.float64)
     cm2 = np.empty(outer * nch, np.float64)
     for task in prange(outer * nch):
         o = task // nch
-        c0 = (task - o * nch) * CHUNK
-        mc, m2c = _chunk_stats(x[o, c0:min(c0 + CHUNK, red)], center, scale, want)
+        c0 = (task - o * nch) * ch
+        mc, m2c = _chunk_stats(x[o, c0:min(c0 + ch, red)], center, scale, want)
         cm[task] = mc
         cm2[task] = m2c
     his = np.empty(outer, scale.dtype)
@@ -429,14 +440,14 @@ def rows_split(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, shi
         mean = 0.0
         m2 = 0.0
         for c in range(nch):
-            c0 = c * CHUNK
-            cnt, mean, m2 = _merge(cnt, mean, m2, min(c0 + CHUNK, red) - c0, cm[o * nch + c], cm2[o * nch + c])
+            c0 = c * ch
+            cnt, mean, m2 = _merge(cnt, mean, m2, min(c0 + ch, red) - c0, cm[o * nch + c], cm2[o * nch + c])
         his[o], los[o], mus[o] = _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, scale)
     nseg = red // seg_len
     for task in prange(outer * nch):
         o = task // nch
-        c0 = (task - o * nch) * CHUNK
-        c1 = min(c0 + CHUNK, red)
+        c0 = (task - o * nch) * ch
+        c1 = min(c0 + ch, red)
         _apply_span(x[o, c0:c1], out[o, c0:c1], c0, his[o], los[o], mus[o], scale, bias, (o % o_mod) * nseg,
                     seg_len)
 
@@ -713,7 +724,7 @@ def _plan(shape: tuple[int, ...], x_dtype: np.dtype, axes: tuple[int, ...], seg_
         kshape = (outer, red)
         if serial:
             kern = rows_serial
-        elif outer < SPLIT_ROWS and red > CHUNK:
+        elif outer < SPLIT_ROWS and red > (2 * CHUNK if x_dtype in (_F16, _BF16) else CHUNK):
             kern = rows_split
         else:
             kern = rows_parallel
