@@ -402,21 +402,27 @@ class Mutator:
             el.text = self.draw(st.sampled_from(DIM_WORDS[:8]), "dim")
             p.insert(self.draw(st.integers(0, len(p)), "at"), el)
 
+    def _drop(self, items: list, label: str) -> None:
+        """Remove one drawn element of `items` (nothing when there are none)."""
+        el = _pick(self.data, items, label)
+        if el is not None:
+            el.getparent().remove(el)
+
+    def _duplicate(self, items: list, label: str) -> None:
+        """Insert a copy of one drawn element of `items` right after it."""
+        el = _pick(self.data, items, label)
+        if el is not None:
+            el.addnext(copy.deepcopy(el))
+
     def dim_drop(self) -> None:
-        d = _pick(self.data, [e for e in self.root.iter("dim")], "dim")
-        if d is not None:
-            d.getparent().remove(d)
+        self._drop(list(self.root.iter("dim")), "dim")
 
     # ports
     def port_drop(self) -> None:
-        p = _pick(self.data, _ports(self.root), "port")
-        if p is not None:
-            p.getparent().remove(p)
+        self._drop(_ports(self.root), "port")
 
     def port_duplicate(self) -> None:
-        p = _pick(self.data, _ports(self.root), "port")
-        if p is not None:
-            p.addnext(copy.deepcopy(p))
+        self._duplicate(_ports(self.root), "port")
 
     def port_id(self) -> None:
         p = _pick(self.data, _ports(self.root), "port")
@@ -430,14 +436,10 @@ class Mutator:
 
     # edges
     def edge_drop(self) -> None:
-        e = _pick(self.data, _edges(self.root), "edge")
-        if e is not None:
-            e.getparent().remove(e)
+        self._drop(_edges(self.root), "edge")
 
     def edge_duplicate(self) -> None:
-        e = _pick(self.data, _edges(self.root), "edge")
-        if e is not None:
-            e.addnext(copy.deepcopy(e))
+        self._duplicate(_edges(self.root), "edge")
 
     def edge_retarget(self) -> None:
         e = _pick(self.data, _edges(self.root), "edge")
@@ -463,9 +465,7 @@ class Mutator:
 
     # layers
     def layer_drop(self) -> None:
-        lay = _pick(self.data, _layers(self.root), "layer")
-        if lay is not None:
-            lay.getparent().remove(lay)
+        self._drop(_layers(self.root), "layer")
 
     def layer_duplicate(self) -> None:
         lay = _pick(self.data, _layers(self.root), "layer")
@@ -492,9 +492,7 @@ class Mutator:
             el.append(etree.fromstring(self.draw(st.sampled_from(INJECT), "element")))
 
     def element_drop(self) -> None:
-        el = _pick(self.data, [e for e in _elements(self.root) if e.getparent() is not None], "element")
-        if el is not None:
-            el.getparent().remove(el)
+        self._drop([e for e in _elements(self.root) if e.getparent() is not None], "element")
 
     # scale: many copies of one thing, so that work superlinear in a count shows up against TIME_BOUND
     def amplify(self) -> None:
