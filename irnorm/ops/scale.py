@@ -123,17 +123,19 @@ class Scale(Op):
                     out.append(np.ascontiguousarray(v, dtype=np.float32))
             return out
 
-        fixed = None  # static data shape and constant coefficients: tables and power mode built once
+        # static data shape and constant coefficients: the kernel's arguments are built once
+        fixed_shape, fixed_args = None, ()
         x_info = ctx.inputs[0]
         if x_info.is_static and all(i.value is not None for i in ctx.inputs[1:]):
-            k_count, inner = coeff_layout(tuple(x_info.shape), mode, ca)
+            fixed_shape = tuple(x_info.shape)
+            k_count, inner = coeff_layout(fixed_shape, mode, ca)
             s, sh, p = coeffs([i.value for i in ctx.inputs[1:]], k_count)
-            fixed = (tuple(x_info.shape), k_count, inner, s, sh, p, kernel.power_mode(p))
+            fixed_args = (s, sh, p, k_count, inner, out_dtype, kernel.power_mode(p))
 
         def run(ins):
             x = ins[0]
-            if fixed is not None and x.shape == fixed[0]:
-                return [kernel.scale(x, *fixed[3:6], fixed[1], fixed[2], out_dtype, fixed[6])]
+            if x.shape == fixed_shape:
+                return [kernel.scale(x, *fixed_args)]
             k_count, inner = coeff_layout(x.shape, mode, ca)
             s, sh, p = coeffs(ins[1:], k_count)
             return [kernel.scale(x, s, sh, p, k_count, inner, out_dtype)]
