@@ -724,7 +724,7 @@ def _plan(shape: tuple[int, ...], x_dtype: np.dtype, axes: tuple[int, ...], seg_
         kshape = (outer, red)
         if serial:
             kern = rows_serial
-        elif outer < SPLIT_ROWS and red > (2 * CHUNK if x_dtype in (_F16, _BF16) else CHUNK):
+        elif outer < SPLIT_ROWS and red > (2 * CHUNK if x_dtype in (_F16, _BF16) else CHUNK):  # _chunk_len's rule
             kern = rows_split
         else:
             kern = rows_parallel

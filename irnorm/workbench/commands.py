@@ -239,7 +239,7 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
                 quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
     first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
-    from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceKeyError, compare
+    from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceError, compare
 
     rtol, rtol_per = parse_tol(rtol_items, "--rtol")
     atol, atol_per = parse_tol(atol_items, "--atol")
@@ -247,7 +247,7 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
                          cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
-    except ToleranceKeyError as e:  # a LAYER= key that names no layer or output
+    except ToleranceError as e:  # a LAYER= key that names no layer or output
         raise click.BadParameter(str(e), param_hint="--rtol/--atol") from None
     except (OpenVINOUnavailable, OpenVINOFailure) as e:
         click.echo(f"irnorm: {e}", err=True)

@@ -263,8 +263,9 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
                          openvino_precision if against == "openvino" else None, notes)
 
 
-class ToleranceKeyError(ValueError):
-    """A layer_rtol/layer_atol key that names no layer, layer id or model output."""
+class ToleranceError(ValueError):
+    """A layer_rtol/layer_atol entry whose key names no layer, layer id or model output, or whose value
+    is not a non-negative number."""
 
 
 def _per_layer(m: Any, tols: Mapping[str, float] | None, outputs_of: Mapping[tuple[int, int], str], what: str
@@ -278,20 +279,20 @@ def _per_layer(m: Any, tols: Mapping[str, float] | None, outputs_of: Mapping[tup
     for key, tol in tols.items():
         tol = float(tol)
         if not tol >= 0:
-            raise ToleranceKeyError(f"{what}[{key!r}] must be a non-negative number, got {tol}")
+            raise ToleranceError(f"{what}[{key!r}] must be a non-negative number, got {tol}")
         key = str(key)  # layer ids are strings in the XML; accept ints too
-        hits = [n for n in m.graph.nodes if key in (n.layer.name, n.layer.id)]
         if key in by_output:
             out[by_output[key]] = tol
-        elif hits:
-            for n in hits:
-                for k in range(len(n.outputs)):
-                    out[(n.index, k)] = tol
-        else:
+            continue
+        hits = [n for n in m.graph.nodes if key in (n.layer.name, n.layer.id)]
+        for n in hits:
+            for k in range(len(n.outputs)):
+                out[(n.index, k)] = tol
+        if not hits:
             names = [n.layer.name for n in m.graph.nodes] + list(by_output)
-            close = difflib.get_close_matches(str(key), names, n=3)
+            close = difflib.get_close_matches(key, names, n=3)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            raise ToleranceKeyError(f"no layer or output named {key!r} in {os.path.basename(m.path)}{hint}")
+            raise ToleranceError(f"no layer or output named {key!r} in {os.path.basename(m.path)}{hint}")
     return out
 
 
