@@ -52,13 +52,13 @@ _BLOCK = 16384  # elements per task along the innermost dim
 _PARALLEL_MIN = 1 << 15  # smaller outputs run on one thread (prange start-up costs more)
 _MAX_DIMS = 4
 
-_JIT = dict(cache=True, error_model="numpy")
+_JIT = dict(nogil=True, cache=True, error_model="numpy")  # nogil: Ctrl-C and other threads run during kernels
 
 
 # ---- inner loops: one per (inner stride pattern); the op branch sits outside the loop ----
 
 
-@njit(nogil=True, **_JIT)
+@njit(**_JIT)
 def _vv(code, a, b, o):
     n = o.shape[0]
     if code == ADD:
@@ -90,7 +90,7 @@ def _vv(code, a, b, o):
             o[i] = d * d
 
 
-@njit(nogil=True, **_JIT)
+@njit(**_JIT)
 def _vs(code, a, y, o):
     n = o.shape[0]
     if code == ADD:
@@ -122,7 +122,7 @@ def _vs(code, a, y, o):
             o[i] = d * d
 
 
-@njit(nogil=True, **_JIT)
+@njit(**_JIT)
 def _sv(code, x, b, o):
     n = o.shape[0]
     if code == ADD:
@@ -154,7 +154,7 @@ def _sv(code, x, b, o):
             o[i] = d * d
 
 
-@njit(nogil=True, **_JIT)
+@njit(**_JIT)
 def _task(code, a, b, out, d, sa, sb, t, nblk, block):
     r = t // nblk
     c0 = (t % nblk) * block
@@ -175,7 +175,7 @@ def _task(code, a, b, out, d, sa, sb, t, nblk, block):
         _sv(code, a[oa], b[ob + c0: ob + c0 + n], o)
 
 
-@njit(nogil=True, parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def binary_parallel(code, a, b, out, d, sa, sb, block):
     """a, b, out: flat C-contiguous arrays; d: collapsed dims; sa/sb: element strides (0 = broadcast)."""
     nblk = (d[3] + block - 1) // block
@@ -183,7 +183,7 @@ def binary_parallel(code, a, b, out, d, sa, sb, block):
         _task(code, a, b, out, d, sa, sb, t, nblk, block)
 
 
-@njit(nogil=True, **_JIT)
+@njit(**_JIT)
 def binary_serial(code, a, b, out, d, sa, sb, block):
     nblk = (d[3] + block - 1) // block
     for t in range(d[0] * d[1] * d[2] * nblk):
@@ -365,7 +365,7 @@ def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 # ---- unary ------------------------------------------------------------------------------
 
 
-@njit(nogil=True, **_JIT)
+@njit(**_JIT)
 def _unary_block(code, x, o):
     n = o.shape[0]
     if code == SQRT:
@@ -395,7 +395,7 @@ def _unary_block(code, x, o):
             o[i] = math.tanh(x[i])
 
 
-@njit(nogil=True, parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def unary_parallel(code, x, out, block):
     n = x.shape[0]
     for t in prange((n + block - 1) // block):
