@@ -56,6 +56,14 @@ OV_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": THREADS
 CONTENDERS = ("irnorm", "numpy", "openvino", "torch", "copy")
 
 
+def loadavg() -> float | None:
+    """The 1-minute load average, or None where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
 def machine() -> dict:
     """CPU model, cores and package versions, for the report header."""
     cpu = platform.processor() or "?"
@@ -77,10 +85,7 @@ def machine() -> dict:
             info[mod] = __import__(mod).__version__
         except ImportError:
             info[mod] = None
-    try:
-        info["loadavg_start"] = os.getloadavg()[0]
-    except OSError:
-        info["loadavg_start"] = None
+    info["loadavg_start"] = loadavg()
     try:
         info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                         cwd=os.path.dirname(os.path.abspath(__file__)), timeout=5).stdout.strip()
@@ -331,10 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         info["numba_layer"] = numba.threading_layer()
     except (ImportError, ValueError):  # no parallel kernel ran
         info["numba_layer"] = None
-    try:
-        info["loadavg_end"] = os.getloadavg()[0]
-    except OSError:
-        info["loadavg_end"] = None
+    info["loadavg_end"] = loadavg()
     md = markdown(results, info, args.quick, rounds)
     print(md)
     if args.json_out:
