@@ -106,7 +106,7 @@ class Recycler:
     def trim(self, allowance: int) -> None:
         """Drop released buffers (oldest first) until the tracked ones total at most `allowance`
         bytes (buffers still referenced by someone are not the pool's to free)."""
-        if not self._bufs:
+        if self.tracked_bytes() <= allowance:  # the usual case, every run: no lock, nothing to drop
             return
         with self._lock:
             total = self.tracked_bytes()

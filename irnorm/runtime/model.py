@@ -548,7 +548,7 @@ class Model:
         """The one execution loop: feed inputs, run every step, free dead values, collect outputs.
         ``dest``: the caller's out= arrays per output (see run)."""
         pool = sys.modules.get("irnorm.kernels.pool")  # imported once a kernel has been built
-        if pool is not None and pool.OUTPUTS._bufs:
+        if pool is not None:
             pool.OUTPUTS.trim(self.max_memory - self._peak)  # idle pooled buffers count against the limit
         direct: dict[tuple[int, int], np.ndarray] = {}  # value -> caller array its kernel may write into
         if dest is not None:
