@@ -580,25 +580,21 @@ class Mutator:
         self.weights = None
 
     # meaning-preserving
-    def shuffle_layers(self) -> None:
-        parent = self.root.find("layers")
-        lays = _layers(self.root)
-        if parent is not None and lays:
-            order = self.draw(st.permutations(range(len(lays))), "order")
-            for lay in lays:
-                parent.remove(lay)
+    def _shuffle(self, parent_tag: str, children: list) -> None:
+        """Put the children of <parent_tag> back in a drawn order."""
+        parent = self.root.find(parent_tag)
+        if parent is not None and children:
+            order = self.draw(st.permutations(range(len(children))), "order")
+            for c in children:
+                parent.remove(c)
             for i in order:
-                parent.append(lays[i])
+                parent.append(children[i])
+
+    def shuffle_layers(self) -> None:
+        self._shuffle("layers", _layers(self.root))
 
     def shuffle_edges(self) -> None:
-        parent = self.root.find("edges")
-        edges = _edges(self.root)
-        if parent is not None and edges:
-            order = self.draw(st.permutations(range(len(edges))), "order")
-            for e in edges:
-                parent.remove(e)
-            for i in order:
-                parent.append(edges[i])
+        self._shuffle("edges", _edges(self.root))
 
     def renumber_layers(self) -> None:
         lays = _layers(self.root)
