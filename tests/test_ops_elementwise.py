@@ -11,7 +11,9 @@ from irbuilder import IRBuilder, expect_error
 from ovutil import compare_with_openvino, ov_run, requires_openvino, save
 
 import irnorm
-from irnorm.ops.elementwise import ADD, DIV, MAX, MIN, POW, SQDIFF, SUB, broadcast_shape, compute_binary
+from irnorm.kernels.opcodes import ADD, DIV, MAX, MIN, POW, SQDIFF, SUB
+from irnorm.ops.base import broadcast_shape
+from irnorm.ops.elementwise import compute_binary
 
 ov = pytest.importorskip("openvino")
 op1 = pytest.importorskip("openvino.opset1")

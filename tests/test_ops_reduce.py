@@ -11,7 +11,8 @@ from irbuilder import IRBuilder, expect_error
 from ovutil import compare_with_openvino, ov_run, requires_openvino, save
 
 import irnorm
-from irnorm.ops.reduce import MAX, SUM, SUMSQ, compute_reduce
+from irnorm.kernels.opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
+from irnorm.ops.reduce import compute_reduce
 
 ov = pytest.importorskip("openvino")
 op1 = pytest.importorskip("openvino.opset1")
@@ -157,9 +158,9 @@ def test_kernel_matches_float64_numpy():
             x = (rng.standard_normal(shape) * 10 + 100).astype(dtype)
             x64 = x.astype(np.float64)
             ax = tuple(axes)
-            np.testing.assert_allclose(kern.reduce(SUM, x, axes), x64.sum(ax), rtol=1e-12)
-            np.testing.assert_allclose(kern.reduce(SUMSQ, x, axes), (x64 ** 2).sum(ax), rtol=1e-12)
-            np.testing.assert_array_equal(kern.reduce(MAX, x, axes), x64.max(ax))
+            np.testing.assert_allclose(kern.reduce(REDUCE_SUM, x, axes), x64.sum(ax), rtol=1e-12)
+            np.testing.assert_allclose(kern.reduce(REDUCE_SUMSQ, x, axes), (x64 ** 2).sum(ax), rtol=1e-12)
+            np.testing.assert_array_equal(kern.reduce(REDUCE_MAX, x, axes), x64.max(ax))
 
 
 def test_kernel_max_propagates_nan_and_mean_is_accurate():
@@ -167,9 +168,9 @@ def test_kernel_max_propagates_nan_and_mean_is_accurate():
 
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     x[0, 1, 2] = np.nan
-    r = kern.reduce(MAX, x, [1])  # strided
+    r = kern.reduce(REDUCE_MAX, x, [1])  # strided
     assert np.isnan(r[0, 2]) and not np.isnan(r[0, [0, 1, 3]]).any()
-    r = kern.reduce(MAX, x, [2])  # rows
+    r = kern.reduce(REDUCE_MAX, x, [2])  # rows
     assert np.isnan(r[0, 1]) and np.isnan(r).sum() == 1
     # mean 1e4 with a small spread: float64 accumulation keeps the f32 result exact to rounding
     v = (1e4 + np.random.default_rng(19).standard_normal(100000)).astype(np.float32)

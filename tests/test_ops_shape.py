@@ -306,8 +306,7 @@ def test_static_shape_chain_folds_at_load_time(tmp_path):
 
 
 def test_partly_known_shape_values():
-    from irnorm.ops.base import TensorInfo
-    from irnorm.ops.shape_ops import PartialInfo, partial_of, with_partial
+    from irnorm.ops.base import PartialInfo, TensorInfo, partial_of, with_partial
 
     assert partial_of(TensorInfo((3,), "i64", np.array([1, 2, 3]))) == [1, 2, 3]
     assert partial_of(TensorInfo((3,), "f32", np.array([1, 2, 3], np.float32))) is None

@@ -65,5 +65,20 @@ def type_name(dtype: np.dtype) -> str:
     return _BY_DTYPE[np.dtype(dtype)]
 
 
-def is_float(type_: str) -> bool:
-    return type_ in FLOAT_TYPES
+_FLOAT_DTYPES = frozenset(ELEMENT_TYPES[t] for t in FLOAT_TYPES)
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """numpy dtype is one of the IR's floating-point types (f64, f32, f16, bf16)."""
+    return np.dtype(dtype) in _FLOAT_DTYPES
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The type float arithmetic runs in: float64 stays float64; f32, f16 and bf16 compute in float32."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def cast(x, dtype: np.dtype) -> np.ndarray:
+    """A fresh array of `dtype`; float overflow to inf (f16, bf16) and NaN-to-int are silent, as in C++."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x).astype(dtype)

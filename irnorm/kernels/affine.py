@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .moments import compute_dtype
+from ..ir.dtypes import compute_dtype
 from .pool import OUTPUTS
 
 

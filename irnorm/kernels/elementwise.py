@@ -28,24 +28,8 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from ..ops.elementwise import (
-    ABS,
-    ADD,
-    DIV,
-    ERF,
-    EXP,
-    LOG,
-    MAX,
-    MIN,
-    MUL,
-    NEG,
-    POW,
-    SIGMOID,
-    SQRT,
-    SUB,
-    cast,
-    compute_dtype,
-)
+from ..ir.dtypes import cast, compute_dtype
+from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
 
 _BLOCK = 16384  # elements per task along the innermost dim

@@ -615,11 +615,6 @@ def _kernel_view(a: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def compute_dtype(dtype: np.dtype) -> np.dtype:
-    """float64 stays float64; every other float (f32, f16, bf16) computes in float32."""
-    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
-
-
 def canonical_layout(shape: tuple[int, ...], axes: list[int]) -> tuple[list[int] | None, int, int, int]:
     """Return (perm, outer, reduce, inner).  perm is None when the reduced axes are
     contiguous once size-1 dims are ignored; otherwise the transpose that moves the

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..ops.reduce import MAX, SUM, SUMSQ
+from ..ir.dtypes import compute_dtype
 from .elementwise import f16_to_f32
-from .moments import canonical_layout, compute_dtype
+from .moments import canonical_layout
+from .opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
 
 _LANES = 8
 _STRIDED_BLOCK = 512
@@ -27,7 +28,7 @@ _PARALLEL_MIN = 1 << 15  # smaller inputs (and single-output reductions) run on 
 def _row(code, row):
     n = row.shape[0]
     nb = n - n % _LANES
-    if code == MAX:
+    if code == REDUCE_MAX:
         m = np.float64(row[0])
         for i in range(n):
             v = np.float64(row[i])
@@ -38,7 +39,7 @@ def _row(code, row):
         return m
     acc = np.zeros(_LANES, np.float64)
     s = 0.0
-    if code == SUM:
+    if code == REDUCE_SUM:
         for i in range(0, nb, _LANES):
             for j in range(_LANES):
                 acc[j] += row[i + j]
@@ -68,13 +69,13 @@ def _strided_task(code, x, out, task, nblk, block):
     x0 = x[o, 0]
     for i in range(w):
         v = np.float64(x0[b0 + i])
-        acc[i] = v * v if code == SUMSQ else v
+        acc[i] = v * v if code == REDUCE_SUMSQ else v
     for r in range(1, red):
         xr = x[o, r]
-        if code == SUM:
+        if code == REDUCE_SUM:
             for i in range(w):
                 acc[i] += xr[b0 + i]
-        elif code == SUMSQ:
+        elif code == REDUCE_SUMSQ:
             for i in range(w):
                 v = np.float64(xr[b0 + i])
                 acc[i] += v * v

@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import Diagnostic, InputError
 from ..ir.attrs import AttrSchema
-from ..ir.dtypes import INT_TYPES
+from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES
 
 # The newest opset OpenVINO 2026.4 ships.  Newer opset names are accepted for ops
 # that have not been replaced, so files from a later OpenVINO still load.
@@ -218,3 +219,89 @@ def constant_axes(ctx: NodeContext, index: int, rank: int | None, what: str = "a
     if unique and len(set(axes)) != len(axes):
         raise fail("IRN032", f"{what} {raw} has repeated axes")
     return axes
+
+
+def broadcast_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, mode: str,
+                    names: tuple[str, str] = ("input 0", "input 1")) -> tuple[int, ...] | None:
+    """Output shape of a binary op under ``mode`` ('numpy' or 'none'); -1 dims tolerated.
+    Raises IRN032 naming the offending dim."""
+    if a is None or b is None:
+        return None
+    if mode == "none":
+        if len(a) != len(b):
+            raise fail("IRN032", f"auto_broadcast=none needs equal shapes, got {fmt_shape(a)} ({names[0]}) and "
+                                 f"{fmt_shape(b)} ({names[1]}) of different ranks")
+        out = []
+        for k, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != -1 and y != -1 and x != y:
+                raise fail("IRN032", f"auto_broadcast=none needs equal shapes, got {fmt_shape(a)} and {fmt_shape(b)}: "
+                                     f"dim {k} is {x} in {names[0]} and {y} in {names[1]}")
+            out.append(y if x == -1 else x)
+        return tuple(out)
+    r = max(len(a), len(b))
+    pa = (1,) * (r - len(a)) + tuple(a)
+    pb = (1,) * (r - len(b)) + tuple(b)
+    out = []
+    for k, (x, y) in enumerate(zip(pa, pb, strict=True)):
+        if x == y:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x == -1:
+            out.append(y)
+        elif y == -1:
+            out.append(x)
+        else:
+            raise fail("IRN032", f"shapes {fmt_shape(a)} ({names[0]}) and {fmt_shape(b)} ({names[1]}) do not "
+                                 f"broadcast (numpy rule): output dim {k} is {x} in {names[0]} and {y} in "
+                                 f"{names[1]} (counted from the right: dim {k - r})")
+    return tuple(out)
+
+
+def runtime_error(layer, message: str):
+    """An error found while running (the inputs' concrete values or shapes), located at the layer."""
+    return InputError(Diagnostic("IRN064", message, **layer.where(None)))
+
+
+# ---- partly known integer tensors (shape subgraphs) ------------------------------------
+
+
+@dataclass
+class PartialInfo(TensorInfo):
+    """A small integer tensor (scalar or 1-D) whose elements are partly known at load time, as
+    OpenVINO's value propagation knows them: ``ShapeOf`` of ``[?, 4, ?]`` is ``(None, 4, None)``.
+    Gather, Concat, Squeeze/Unsqueeze/Reshape and integer arithmetic carry the known elements, and a
+    tensor whose elements all become known turns into a constant, so the part of a dynamic shape
+    subgraph that depends only on static dims folds at load time."""
+
+    partial: tuple[int | None, ...] | None = None
+
+
+def partial_of(info: TensorInfo) -> list[int | None] | None:
+    """The elements of a scalar or 1-D integer tensor (None where unknown), or None if nothing is known."""
+    if info.dtype not in INT_TYPES or info.shape is None or len(info.shape) > 1:
+        return None
+    if info.value is not None:
+        return [int(v) for v in np.asarray(info.value).reshape(-1)]
+    p = getattr(info, "partial", None)
+    return list(p) if p is not None else None
+
+
+def with_partial(shape: tuple[int, ...], dtype: str, elems: list[int | None] | None) -> TensorInfo:
+    """An info for a scalar/1-D integer result: a constant when every element is known, a
+    PartialInfo when some are, a plain TensorInfo otherwise."""
+    if elems is None or all(e is None for e in elems) or prod(shape) != len(elems):
+        return TensorInfo(shape, dtype)
+    if all(e is not None for e in elems):
+        return TensorInfo(shape, dtype, np.array(elems, ELEMENT_TYPES[dtype]).reshape(shape))
+    return PartialInfo(shape, dtype, None, tuple(elems))
+
+
+def prod(dims) -> int:
+    """Product of a sequence of ints (1 for an empty one)."""
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n

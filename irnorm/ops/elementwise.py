@@ -30,13 +30,21 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir.attrs import Attr, AttrError, AttrSchema, optional, parse_bool, parse_float
-from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES
-from .base import Kernel, NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_same_type
-
-# Binary op codes (shared with irnorm.kernels.elementwise).
-ADD, SUB, MUL, DIV, MAX, MIN, POW, SQDIFF = range(8)
-# Unary op codes.
-SQRT, ABS, NEG, EXP, LOG, ERF, SIGMOID, TANH = range(8)
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, cast, compute_dtype, is_float_dtype
+from ..kernels.opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQDIFF, SQRT, SUB, TANH
+from .base import (
+    Kernel,
+    NodeContext,
+    Op,
+    TensorInfo,
+    broadcast_shape,
+    fail,
+    partial_of,
+    register,
+    require_same_type,
+    runtime_error,
+    with_partial,
+)
 
 
 def _auto_broadcast(text: str) -> str:
@@ -56,61 +64,7 @@ _AUTOB = optional("auto_broadcast", _auto_broadcast, "numpy", doc="numpy (defaul
 # ---- shape rules ------------------------------------------------------------------------
 
 
-def broadcast_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, mode: str,
-                    names: tuple[str, str] = ("input 0", "input 1")) -> tuple[int, ...] | None:
-    """Output shape of a binary op under ``mode`` ('numpy' or 'none'); -1 dims tolerated.
-    Raises IRN032 naming the offending dim."""
-    if a is None or b is None:
-        return None
-    if mode == "none":
-        if len(a) != len(b):
-            raise fail("IRN032", f"auto_broadcast=none needs equal shapes, got {fmt_shape(a)} ({names[0]}) and "
-                                 f"{fmt_shape(b)} ({names[1]}) of different ranks")
-        out = []
-        for k, (x, y) in enumerate(zip(a, b, strict=True)):
-            if x != -1 and y != -1 and x != y:
-                raise fail("IRN032", f"auto_broadcast=none needs equal shapes, got {fmt_shape(a)} and {fmt_shape(b)}: "
-                                     f"dim {k} is {x} in {names[0]} and {y} in {names[1]}")
-            out.append(y if x == -1 else x)
-        return tuple(out)
-    r = max(len(a), len(b))
-    pa = (1,) * (r - len(a)) + tuple(a)
-    pb = (1,) * (r - len(b)) + tuple(b)
-    out = []
-    for k, (x, y) in enumerate(zip(pa, pb, strict=True)):
-        if x == y:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        elif y == 1:
-            out.append(x)
-        elif x == -1:
-            out.append(y)
-        elif y == -1:
-            out.append(x)
-        else:
-            raise fail("IRN032", f"shapes {fmt_shape(a)} ({names[0]}) and {fmt_shape(b)} ({names[1]}) do not "
-                                 f"broadcast (numpy rule): output dim {k} is {x} in {names[0]} and {y} in "
-                                 f"{names[1]} (counted from the right: dim {k - r})")
-    return tuple(out)
-
-
 # ---- numpy semantics (constant folding, integers, and the kernels' fallback) ------------
-
-
-def compute_dtype(dtype: np.dtype) -> np.dtype:
-    """float64 stays float64; f32, f16 and bf16 compute in float32."""
-    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
-
-
-def cast(x, dtype: np.dtype) -> np.ndarray:
-    """A fresh array of `dtype`; float overflow to inf (f16, bf16) and NaN-to-int are silent, as in C++."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(x).astype(dtype)
-
-
-def is_float_dtype(dtype: np.dtype) -> bool:
-    return any(np.dtype(dtype) == ELEMENT_TYPES[t] for t in FLOAT_TYPES)
 
 
 def _sqdiff(x, y):
@@ -206,9 +160,7 @@ class _Binary(Op):
         return [out]
 
     def _partial(self, ctx: NodeContext, shape: tuple[int, ...]) -> TensorInfo:
-        """Shape arithmetic on partly known shape values (see shape_ops.PartialInfo)."""
-        from .shape_ops import partial_of, with_partial
-
+        """Shape arithmetic on partly known shape values (see base.PartialInfo)."""
         a, b = ctx.inputs
         n = shape[0] if shape else 1
         elems = []
@@ -251,13 +203,6 @@ class _Binary(Op):
                 raise runtime_error(layer, "integer division by zero") from None
 
         return run
-
-
-def runtime_error(layer, message: str):
-    """An error found while running (the inputs' concrete values or shapes), located at the layer."""
-    from ..errors import Diagnostic, InputError
-
-    return InputError(Diagnostic("IRN064", message, **layer.where(None)))
 
 
 _ARITH_DOC = "same element type; auto_broadcast numpy (default) or none. "

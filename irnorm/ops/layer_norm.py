@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ir.attrs import AttrError, AttrSchema, non_negative, optional, parse_float, parse_int
-from ..ir.dtypes import ELEMENT_TYPES
+from ..ir.dtypes import ELEMENT_TYPES, compute_dtype
 from .base import NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_float, require_same_type
 
 # stash_type (ONNX TensorProto.DataType code) -> element type of Mean / InvStdDev
@@ -134,7 +134,7 @@ def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarr
 
     if x.size == 0:
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, want_stats=want_stats)
-    cdt = moments.compute_dtype(x.dtype)
+    cdt = compute_dtype(x.dtype)
     plan = affine_tables(x.shape, axes, [scale, bias])
     if plan is not None:
         (ts, tb), o_mod, seg_len = plan

@@ -26,11 +26,9 @@ import ml_dtypes
 import numpy as np
 
 from ..ir.attrs import AttrSchema, optional, parse_bool
+from ..ir.dtypes import cast, compute_dtype, is_float_dtype
+from ..kernels.opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
 from .base import Kernel, NodeContext, Op, TensorInfo, constant_axes, fail, normalize_axes, register
-from .elementwise import cast, compute_dtype, is_float_dtype
-
-# kernel accumulators (shared with irnorm.kernels.reduce)
-SUM, SUMSQ, MAX = range(3)
 
 
 def axes_input(ctx: NodeContext, index: int, rank: int, what: str = "axes", allow_repeats: bool = True
@@ -121,7 +119,7 @@ class _Reduce(Op):
                 return [compute_reduce(kind, x, axes, keep)]
             from ..kernels import reduce as kern  # lazy: validate never imports numba
 
-            code = SUMSQ if kind == "l2" else MAX if kind == "max" else SUM
+            code = REDUCE_SUMSQ if kind == "l2" else REDUCE_MAX if kind == "max" else REDUCE_SUM
             acc = kern.reduce(code, x, axes)  # float64, keep_dims=False layout
             if kind == "mean":
                 acc = acc / int(np.prod([x.shape[a] for a in axes]))

@@ -27,52 +27,27 @@ Semantics follow OpenVINO 2026.4's reference implementation and shape inference:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..ir.attrs import Attr, AttrError, AttrSchema, enum, optional, parse_bool, parse_int
 from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES
-from .base import Kernel, NodeContext, Op, RuleError, TensorInfo, fail, fmt_shape, normalize_axes, register, same_dim
-from .elementwise import broadcast_shape, runtime_error
-
-
-@dataclass
-class PartialInfo(TensorInfo):
-    """A small integer tensor (scalar or 1-D) whose elements are partly known at load time, as
-    OpenVINO's value propagation knows them: ``ShapeOf`` of ``[?, 4, ?]`` is ``(None, 4, None)``.
-    Gather, Concat, Squeeze/Unsqueeze/Reshape and integer arithmetic carry the known elements, and a
-    tensor whose elements all become known turns into a constant, so the part of a dynamic shape
-    subgraph that depends only on static dims folds at load time."""
-
-    partial: tuple[int | None, ...] | None = None
-
-
-def partial_of(info: TensorInfo) -> list[int | None] | None:
-    """The elements of a scalar or 1-D integer tensor (None where unknown), or None if nothing is known."""
-    if info.dtype not in INT_TYPES or info.shape is None or len(info.shape) > 1:
-        return None
-    if info.value is not None:
-        return [int(v) for v in np.asarray(info.value).reshape(-1)]
-    p = getattr(info, "partial", None)
-    return list(p) if p is not None else None
-
-
-def with_partial(shape: tuple[int, ...], dtype: str, elems: list[int | None] | None) -> TensorInfo:
-    """An info for a scalar/1-D integer result: a constant when every element is known, a
-    PartialInfo when some are, a plain TensorInfo otherwise."""
-    if elems is None or all(e is None for e in elems) or _prod(shape) != len(elems):
-        return TensorInfo(shape, dtype)
-    if all(e is not None for e in elems):
-        return TensorInfo(shape, dtype, np.array(elems, ELEMENT_TYPES[dtype]).reshape(shape))
-    return PartialInfo(shape, dtype, None, tuple(elems))
-
-
-def _prod(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= int(d)
-    return n
+from .base import (
+    Kernel,
+    NodeContext,
+    Op,
+    RuleError,
+    TensorInfo,
+    broadcast_shape,
+    fail,
+    fmt_shape,
+    normalize_axes,
+    partial_of,
+    prod,
+    register,
+    runtime_error,
+    same_dim,
+    with_partial,
+)
 
 
 def _int_tensor(ctx: NodeContext, i: int, what: str, ranks: tuple[int, ...] = (0, 1)) -> TensorInfo:
@@ -178,8 +153,8 @@ def gather(data: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int) -> np.
     if n == 0 or not valid.any():
         return np.zeros(out_shape, data.dtype)
     safe = np.where(valid, ix, 0)
-    nb, pre, post = _prod(data.shape[:b]), _prod(data.shape[b:axis]), _prod(data.shape[axis + 1:])
-    k = _prod(idx.shape[b:])
+    nb, pre, post = prod(data.shape[:b]), prod(data.shape[b:axis]), prod(data.shape[axis + 1:])
+    k = prod(idx.shape[b:])
     d4 = data.reshape(nb, pre, n, post)
     i2 = safe.reshape(nb, k)
     out = d4[np.arange(nb)[:, None, None], np.arange(pre)[None, :, None], i2[:, None, :]]
@@ -218,7 +193,7 @@ class _GatherBase(Op):
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         data, idx = ctx.inputs[0], _int_tensor(ctx, 1, "indices", ranks=tuple(range(64)))
         axis_info = _int_tensor(ctx, 2, "axis")
-        if axis_info.shape is not None and _prod(axis_info.shape) != 1:
+        if axis_info.shape is not None and prod(axis_info.shape) != 1:
             raise fail("IRN032", f"axis must hold one value, got shape {fmt_shape(axis_info.shape)}")
         axis_raw = int(ctx.const(2, "axis").reshape(-1)[0])
         if data.shape is None or idx.shape is None:
@@ -378,21 +353,21 @@ def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int | None], s
     out_rest = [d for k, d in enumerate(out) if k not in copied and k != minus]
     if any(d == -1 for d in in_rest) or any(d == -1 for d in out_rest):
         return tuple(out)  # dynamic: checked again with the concrete shape at run time
-    ni, no = _prod(in_rest), _prod(out_rest)
+    ni, no = prod(in_rest), prod(out_rest)
     if minus is not None:
         if no == 0:
             if ni != 0:
-                raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to "
+                raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({prod(in_shape)} elements) to "
                                      f"{shown}: the dims other than -1 multiply to 0")
             out[minus] = 1
         elif ni % no:
-            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to {shown}: "
+            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({prod(in_shape)} elements) to {shown}: "
                                  f"{ni} is not divisible by {no}, so the -1 at index {minus} has no integer size")
         else:
             out[minus] = ni // no
     elif ni != no:
-        raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({_prod(in_shape)} elements) to "
-                             f"{fmt_shape(out)} ({_prod(out)} elements)")
+        raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({prod(in_shape)} elements) to "
+                             f"{fmt_shape(out)} ({prod(out)} elements)")
     return tuple(out)
 
 
