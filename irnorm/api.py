@@ -1,27 +1,35 @@
-"""Public entry points: load() and validate()."""
+"""Public entry points: load(), validate(), check()."""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from .errors import Diagnostic, IrnormError, ModelFileError, ResourceLimitError, ValidationError
-from .ir.graph import Graph, build_graph
+from .check import check_document
+from .errors import Diagnostic, IrnormError, exception_for
+from .ir.graph import Graph
 from .ir.reader import parse_document
 from .ir.weights import Weights, default_weights_path
 
+if TYPE_CHECKING:
+    from .runtime.model import Model
 
-def _graph(xml_path: str | os.PathLike, weights: str | os.PathLike | None) -> Graph:
+
+def read_graph(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None) -> Graph:
+    """Read and check a model without planning it: the graph carries every diagnostic (``graph.ok``
+    says whether any is an error).  Raises :class:`irnorm.ModelFileError` only when the XML itself
+    cannot be read or parsed."""
     path = os.fspath(xml_path)
     doc = parse_document(path)
     wpath = os.fspath(weights) if weights is not None else default_weights_path(path)
-    return build_graph(doc, Weights(wpath))
+    return check_document(doc, Weights(wpath))
 
 
 def check(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None) -> list[Diagnostic]:
     """Every diagnostic (errors and warnings) for a model, without running it.
     File-level problems (unreadable, not well-formed, unsafe) come back as one diagnostic."""
     try:
-        return list(_graph(xml_path, weights).diagnostics)
+        return list(read_graph(xml_path, weights).diagnostics)
     except IrnormError as e:
         return list(e.diagnostics)
 
@@ -31,29 +39,18 @@ def validate(xml_path: str | os.PathLike, weights: str | os.PathLike | None = No
     (or ModelFileError) listing every error."""
     diags = check(xml_path, weights)
     if any(d.severity == "error" for d in diags):
-        raise _error_class(diags)(diags)
+        raise exception_for(diags)
     return diags
 
 
-def _error_class(diags: list[Diagnostic]) -> type[IrnormError]:
-    """The most specific exception for a set of diagnostics: file-level problems are
-    ModelFileError, only size problems ResourceLimitError, anything else ValidationError."""
-    errors = [d for d in diags if d.severity == "error"]
-    if all(d.code < "IRN010" or d.code.startswith("IRN04") for d in errors):
-        return ModelFileError
-    if all(d.code.startswith("IRN05") for d in errors):
-        return ResourceLimitError
-    return ValidationError
-
-
 def load(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None, *,
-         max_memory: int | None = None):
+         max_memory: int | None = None) -> Model:
     """Read, validate and plan a model.  `weights` defaults to the XML path with `.bin`.
 
     Raises an :class:`irnorm.IrnormError` subclass carrying every diagnostic."""
     from .runtime.model import Model
 
-    graph = _graph(xml_path, weights)
+    graph = read_graph(xml_path, weights)
     if not graph.ok:
-        raise _error_class(graph.diagnostics)(graph.diagnostics)
+        raise exception_for(graph.diagnostics)
     return Model(graph, max_memory=max_memory)

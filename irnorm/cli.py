@@ -349,7 +349,7 @@ def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet:
 def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
     """Summarize MODEL: inputs, outputs, layers by type, opsets, weights, notes."""
     from .api import load
-    from .ops.base import fmt_shape
+    from .ir.tensor import fmt_shape
 
     m = load(model, weights)
     g = m.graph

@@ -151,6 +151,21 @@ class IrnormError(Exception):
         return json.dumps([d.to_dict() for d in self.diagnostics], indent=2)
 
 
+class RuleError(Exception):
+    """An operation's shape, type or attribute rule is broken (raised by an op's rule or by the
+    weights reader); the checking stage turns it into a Diagnostic located at the layer."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def fail(code: str, message: str) -> RuleError:
+    """``raise fail("IRN032", "...")`` in a rule."""
+    return RuleError(code, message)
+
+
 class ModelFileError(IrnormError):
     """The XML or weights file cannot be read, is not well-formed, or is unsafe (IRN00x, IRN04x)."""
 
@@ -167,5 +182,18 @@ class InputError(IrnormError):
     """Runtime inputs do not fit the model (IRN06x)."""
 
 
-def has_errors(diags: list[Diagnostic]) -> bool:
-    return any(d.severity == "error" for d in diags)
+# Which exception a model's error diagnostics raise, by code: declared here, beside the codes.
+_FILE_CODES = frozenset({"IRN001", "IRN002", "IRN003", "IRN004", "IRN005", "IRN006",
+                         "IRN040", "IRN041", "IRN042", "IRN043"})
+_RESOURCE_CODES = frozenset({"IRN050", "IRN051"})
+
+
+def exception_for(diagnostics: list[Diagnostic]) -> IrnormError:
+    """The most specific exception for a model's diagnostics: only file-level problems ->
+    ModelFileError, only size problems -> ResourceLimitError, anything else -> ValidationError."""
+    codes = {d.code for d in diagnostics if d.severity == "error"}
+    if codes and codes <= _FILE_CODES:
+        return ModelFileError(diagnostics)
+    if codes and codes <= _RESOURCE_CODES:
+        return ResourceLimitError(diagnostics)
+    return ValidationError(diagnostics)

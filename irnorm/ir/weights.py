@@ -8,8 +8,7 @@ import stat
 
 import numpy as np
 
-from ..errors import Diagnostic, ModelFileError
-from ..ops.base import fail
+from ..errors import Diagnostic, ModelFileError, fail
 from .dtypes import ELEMENT_TYPES, MAX_RANK
 
 

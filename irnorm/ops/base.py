@@ -16,47 +16,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import Diagnostic, InputError
+from ..errors import Diagnostic, InputError, RuleError, fail
 from ..ir.attrs import AttrSchema
 from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES
+from ..ir.tensor import TensorInfo, fmt_shape
 
-# The newest opset OpenVINO 2026.4 ships.  Newer opset names are accepted for ops
-# that have not been replaced, so files from a later OpenVINO still load.
+__all__ = [
+    "EXTENSION_OPSET", "LATEST_OPSET", "Kernel", "NodeContext", "Op", "PartialInfo", "RuleError", "TensorInfo",
+    "all_ops", "broadcast_shape", "constant_axes", "fail", "fmt_shape", "known_versions", "lookup", "merge_dim",
+    "normalize_axes", "partial_of", "prod", "register", "require_float", "require_same_type", "runtime_error",
+    "same_dim", "with_partial",
+]
+
+# The newest opset OpenVINO 2026.4 defines; a layer naming a later one is refused (IRN012), as
+# OpenVINO refuses it.  An op whose `opsets` end in None is current up to this opset.
 LATEST_OPSET = 17
 EXTENSION_OPSET = "irnorm1"
-
-Shape = tuple  # tuple[int, ...]; -1 marks a dynamic dim
-
-
-@dataclass
-class TensorInfo:
-    """What is known about a tensor before running: shape (None = dynamic rank),
-    element type name, and the value when it is a (folded) constant."""
-
-    shape: tuple[int, ...] | None
-    dtype: str
-    value: np.ndarray | None = None
-
-    @property
-    def rank(self) -> int | None:
-        return None if self.shape is None else len(self.shape)
-
-    @property
-    def is_static(self) -> bool:
-        return self.shape is not None and all(d >= 0 for d in self.shape)
-
-
-class RuleError(Exception):
-    """An op's shape/type/attribute rule is broken; becomes a Diagnostic at the layer."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def fail(code: str, message: str) -> RuleError:
-    return RuleError(code, message)
 
 
 @dataclass
@@ -67,6 +42,7 @@ class NodeContext:
     attrs: dict[str, Any]
     inputs: list[TensorInfo]
     num_outputs: int  # output ports the layer declares
+    weights: Any = None  # the model's Weights (the .bin), for Const; None when unavailable
 
     def const(self, i: int, what: str) -> np.ndarray:
         v = self.inputs[i].value
@@ -127,7 +103,7 @@ def lookup(type_: str, version: str) -> type[Op] | None:
         elif m:
             lo, hi = cls.opsets
             n = int(m.group(1))
-            if n >= lo and (hi is None or n <= hi):
+            if lo <= n <= (hi or LATEST_OPSET):
                 return cls
     return None
 
@@ -140,7 +116,7 @@ def known_versions(type_: str) -> list[str]:
             out.append(cls.opsets)
         else:
             lo, hi = cls.opsets
-            out.append(f"opset{lo}..opset{hi}" if hi else f"opset{lo}+")
+            out.append(f"opset{lo}..opset{hi or LATEST_OPSET}" if (hi or LATEST_OPSET) != lo else f"opset{lo}")
     return out
 
 
@@ -180,12 +156,6 @@ def normalize_axes(axes: Sequence[int], rank: int, what: str = "axes") -> list[i
             raise fail("IRN032", f"{what} value {a} is out of range [{-rank}, {rank - 1}] for rank {rank}")
         out.append(a + rank if a < 0 else a)
     return out
-
-
-def fmt_shape(shape: Sequence[int] | None) -> str:
-    if shape is None:
-        return "[...]"
-    return "[" + ",".join("?" if d == -1 else str(d) for d in shape) + "]"
 
 
 def require_float(ctx: NodeContext, i: int, what: str) -> str:

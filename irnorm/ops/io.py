@@ -61,10 +61,9 @@ class Const(Op):
         shape = ctx.attrs["shape"]
         if shape is None or any(d < 0 for d in shape):
             raise fail("IRN043", f"Const shape must be static, got '{ctx.layer.data.get('shape')}'")
-        weights = ctx.attrs.get("__weights__")
         value = None
-        if weights is not None:
-            value = weights.read(ctx.attrs["element_type"], tuple(shape), ctx.attrs["offset"], ctx.attrs["size"])
+        if ctx.weights is not None:
+            value = ctx.weights.read(ctx.attrs["element_type"], tuple(shape), ctx.attrs["offset"], ctx.attrs["size"])
         return [TensorInfo(tuple(shape), ctx.attrs["element_type"], value)]
 
     def build(self, ctx: NodeContext):

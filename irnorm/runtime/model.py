@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Diagnostic, InputError, IrnormError, ResourceLimitError, ValidationError
+from ..check.types import ABSURD_BYTES
+from ..errors import Diagnostic, InputError, IrnormError, ResourceLimitError, RuleError
 from ..ir.dtypes import ELEMENT_TYPES
-from ..ir.graph import ABSURD_BYTES, Graph, Node
-from ..ops.base import NodeContext, RuleError, TensorInfo, fmt_shape
+from ..ir.graph import Graph, Node
+from ..ir.tensor import TensorInfo, fmt_shape
+from ..ops.base import NodeContext
 
 
 def default_max_memory() -> int:
@@ -623,8 +625,3 @@ def _same_memory(v: np.ndarray, d: np.ndarray) -> bool:
     """v is d's own memory in d's element order (the kernel wrote into the out= array)."""
     return (v.dtype == d.dtype and v.size == d.size and v.flags.c_contiguous and d.flags.c_contiguous
             and v.__array_interface__["data"][0] == d.__array_interface__["data"][0])
-
-
-def raise_if_invalid(graph: Graph) -> None:
-    if not graph.ok:
-        raise ValidationError(graph.diagnostics)

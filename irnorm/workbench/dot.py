@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..fileio import atomic_write
-from ..ops.base import fmt_shape
+from ..ir.tensor import fmt_shape
 
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".html": "html", ".htm": "html"}
 GRAPHVIZ_HINT = ("Graphviz's `dot` program is not on PATH; install Graphviz (Debian/Ubuntu: "

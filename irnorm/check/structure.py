@@ -1,0 +1,68 @@
+"""Graph-level passes: the weights file, fp16-compressed weights, the model's inputs and outputs,
+layers left unchecked, and what no Result depends on."""
+
+from __future__ import annotations
+
+from ..errors import Diagnostic, ModelFileError
+from ..ir.graph import Graph, layer_diagnostic
+
+
+def open_weights(graph: Graph) -> None:
+    """Open the .bin once when a Const needs it; an unreadable file is one IRN040 (and no Const values)."""
+    if graph.weights is None or not any(n.op_type == "Const" for n in graph.nodes):
+        return
+    try:
+        graph.weights.size  # noqa: B018  (opens the file; errors become a diagnostic)
+    except ModelFileError as e:
+        graph.diagnostics.extend(e.diagnostics)
+        graph.weights = None
+
+
+def note_compressed_weights(graph: Graph) -> None:
+    nodes = graph.nodes
+    compressed = [n for n in nodes if n.op_type == "Convert" and "decompression" in n.layer.rt_info
+                  and n.sources and n.sources[0] is not None and nodes[n.sources[0][0]].outputs
+                  and nodes[n.sources[0][0]].outputs[0] is not None
+                  and nodes[n.sources[0][0]].outputs[0].dtype == "f16"]
+    if compressed:
+        graph.diagnostics.append(layer_diagnostic(
+            graph.doc, compressed[0].layer, "IRN091", f"fp16-compressed weights: {len(compressed)} Const(s) stored "
+            "as f16 and decompressed once at load time; outputs differ from an f32 original", severity="warning"))
+
+
+def find_inputs_outputs(graph: Graph) -> None:
+    """Parameters and Results in document order: OpenVINO's input and output order."""
+    position = {id(lay): i for i, lay in enumerate(graph.doc.layers)}
+    by_doc = sorted(graph.nodes, key=lambda n: position[id(n.layer)])
+    graph.parameters = [n.index for n in by_doc if n.op_type == "Parameter"]
+    graph.results = [n.index for n in by_doc if n.op_type == "Result"]
+
+
+def guard_unchecked(graph: Graph) -> None:
+    """Every skipped rule must have been explained by an error; if not, say so rather than hand an
+    unchecked graph to the runtime."""
+    if graph.ok:
+        for n in graph.nodes:
+            if not n.ok:
+                graph.diagnostics.append(layer_diagnostic(graph.doc, n.layer, "IRN032",
+                                                          "the layer's shape and type could not be checked"))
+                break
+
+
+def check_reachability(graph: Graph) -> None:
+    if not graph.results:
+        graph.diagnostics.append(Diagnostic("IRN018", "the model has no Result layer", file=graph.path))
+        return  # without a Result every layer would be "dangling": say it once, not per layer
+    live: set[int] = set()
+    stack = list(graph.results)
+    while stack:
+        i = stack.pop()
+        if i in live:
+            continue
+        live.add(i)
+        stack.extend(s[0] for s in graph.nodes[i].sources if s is not None)
+    for n in graph.nodes:
+        if n.index not in live:
+            graph.diagnostics.append(layer_diagnostic(graph.doc, n.layer, "IRN090", "dangling layer: no Result "
+                                                                                    "depends on it (it is not run)",
+                                                      severity="warning"))

@@ -1,0 +1,33 @@
+"""What is known about a tensor before running: plain data shared by every stage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class TensorInfo:
+    """Shape (None = dynamic rank; -1 marks a dynamic dim), element type name, and the value when
+    it is a (folded) constant."""
+
+    shape: tuple[int, ...] | None
+    dtype: str
+    value: np.ndarray | None = None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(d >= 0 for d in self.shape)
+
+
+def fmt_shape(shape: Sequence[int] | None) -> str:
+    """[1,?,8] for (1, -1, 8); [...] for a dynamic rank."""
+    if shape is None:
+        return "[...]"
+    return "[" + ",".join("?" if d == -1 else str(d) for d in shape) + "]"
