@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "IRN063": "input file cannot be read (corrupt .npz/.npy, not an array)",
     "IRN064": "runtime shape rule violated (dynamic dims resolved to inconsistent sizes)",
     "IRN065": "out= array does not fit its output (unknown name, shape, dtype, read-only, overlapping)",
+    "IRN066": "a layer named for capture or --dump is unknown, not run, or a Result",
     # warnings
     "IRN090": "dangling layer: no Result consumes it",
     "IRN091": "fp16-compressed weights (Const f16 + Convert decompression); outputs differ from an f32 original",

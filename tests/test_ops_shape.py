@@ -32,7 +32,7 @@ def _model(outputs: dict, params: list):
 
 
 def _step_types(m) -> list[str]:
-    return [st.node.layer.type for st in m._steps]
+    return [n.layer.type for n in m.layers_run]
 
 
 def _f32(rng, shape):
@@ -287,7 +287,7 @@ def test_dynamic_shape_chain_matches_openvino(tmp_path):
     # the scale path depends only on the static C = 6: partly known shape values fold it at load time
     assert not {"Broadcast", "Unsqueeze"} & set(steps) and steps.count("Divide") == 1, steps
     assert steps.count("Gather") == 1 and steps.count("Concat") == 1  # N is dynamic: [N, 3, -1] is built per run
-    first_reshape = next(st.node for st in m._steps if st.node.layer.type == "Reshape")
+    first_reshape = next(n for n in m.layers_run if n.layer.type == "Reshape")
     assert first_reshape.outputs[0].shape == (-1, 3, -1)
     for shape in [(1, 6, 1), (2, 6, 5), (3, 6, 40), (1, 6, 4000)]:
         compare_with_openvino(xml, {"x": (_f32(rng, shape) * 3 + 2)})

@@ -42,7 +42,7 @@ def test_out_is_written_directly_and_returned(sample: str) -> None:
             producers[(node.index, k)] = a
 
     got = m.run(feed, out=outs, on_layer=hook)
-    for k, (spec, o, src) in enumerate(zip(m.outputs, outs, m._out_src, strict=True)):
+    for k, (spec, o, src) in enumerate(zip(m.outputs, outs, m._plan.outputs, strict=True)):
         assert got[spec.name] is o
         np.testing.assert_array_equal(o, want[spec.name])  # bit-identical to a plain run
         if sample == "layer_norm_ext" and k > 0:

@@ -17,7 +17,7 @@ def test_folded_shape_subgraph_is_not_executed():
     """ONNX GroupNormalization-18's dynamic export computes its scale shape with ShapeOf/Gather/...;
     all of it folds at load time, so only the GroupNormalization runs."""
     m = irnorm.load(EXPORTS / "onnx_groupnorm18_dynamic_f32w.xml")
-    assert [s.node.layer.type for s in m._steps] == ["GroupNormalization"]
+    assert [n.layer.type for n in m.layers_run] == ["GroupNormalization"]
 
 
 def test_runtime_error_names_file_and_layer(tmp_path):

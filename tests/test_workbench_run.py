@@ -68,9 +68,11 @@ def test_capture_by_name_and_id_including_a_folded_constant(chain):
 
 def test_capture_errors_name_what_exists(chain):
     m, feeds = chain
-    with pytest.raises(ValueError, match=r"no layer named \(or with id\) 'group_nrom'.*did you mean 'group_norm'"):
+    with pytest.raises(irnorm.InputError, match=r"no layer named \(or with id\) 'group_nrom'.*did you mean "
+                                                 r"'group_norm'") as e:
         m.run(feeds, capture=["group_nrom"])
-    with pytest.raises(ValueError, match="is a Result and has no output; capture its producer 'normalize_l2'"):
+    assert e.value.code == "IRN066"
+    with pytest.raises(irnorm.InputError, match="is a Result and has no output; capture its producer 'normalize_l2'"):
         m.run(feeds, capture=["l2_out/result"])
 
 

@@ -116,7 +116,7 @@ def known_versions(type_: str) -> list[str]:
             out.append(cls.opsets)
         else:
             lo, hi = cls.opsets
-            out.append(f"opset{lo}..opset{hi or LATEST_OPSET}" if (hi or LATEST_OPSET) != lo else f"opset{lo}")
+            out.append(f"opset{lo}..opset{hi}" if hi else f"opset{lo}+")
     return out
 
 

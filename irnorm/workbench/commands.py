@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from ..errors import Diagnostic, InputError
+
 EXIT_FAIL = 1
 
 
@@ -131,8 +133,8 @@ def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | 
         wanted = None
         if dump_names:
             try:
-                wanted = m._capture_nodes(list(dump_names))
-            except ValueError as e:
+                wanted = m.find_layers(list(dump_names))
+            except InputError as e:
                 raise click.BadParameter(str(e), param_hint="--dump") from None
         try:
             writer = DumpWriter(dump_dir, wanted, m.path)
@@ -168,7 +170,6 @@ def _load_expected(path: str, limit: int | None = None) -> dict[str, Any]:
     import numpy as np
 
     from ..cli import _load_array_file
-    from ..errors import Diagnostic, InputError
 
     data = _load_array_file(path, limit)
     if isinstance(data, np.ndarray):

@@ -200,7 +200,7 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     given = inputs is not None
     feeds = dict(inputs) if given else random_inputs(m, seed, shapes, value_ranges)
     # check (and with cast=True convert) the inputs once, so both sides get the very same arrays
-    feeds = dict(zip([s.name for s in m.inputs], m._bind(feeds, cast), strict=True))
+    feeds = m.bind_inputs(feeds, cast)
     notes: list[str] = []
     input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
                    "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]

@@ -1,0 +1,153 @@
+"""Stage 4b: execute a plan -- feed the inputs, run every step, free dead values, collect the
+outputs -- and what a run can report on the way (per-layer hooks, captured outputs, layer times)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import Diagnostic, InputError, IrnormError, RuleError
+from ..ir.graph import Node
+from .bind import TensorSpec
+from .plan import Plan, Step
+
+# Called with (node, its output arrays, seconds its kernel took) for every Parameter (first, 0.0 s)
+# and every executed layer, in execution order, right after the layer ran.  The arrays must not be
+# modified; copy what you want to keep.
+LayerHook = Callable[[Node, Sequence[np.ndarray], float], None]
+
+
+@dataclass(frozen=True)
+class LayerOutput:
+    """One captured layer output (a copy): which layer and output port produced it."""
+
+    index: int  # position in execution order
+    layer_id: str
+    name: str
+    type: str
+    version: str
+    port: int  # output operand index (0-based)
+    port_id: int  # the <port id=...> in the XML
+    line: int  # XML line of the <layer>
+    array: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """Wall time of one executed layer's kernel in one run."""
+
+    index: int
+    layer_id: str
+    name: str
+    type: str
+    version: str
+    seconds: float
+
+
+class RunResult(dict):
+    """What ``run(..., capture=..., profile=True)`` returns: the usual {output name: array} dict,
+    plus ``captures`` (list of LayerOutput, execution order), ``profile`` (list of LayerTime,
+    execution order) and ``seconds`` (wall time of the whole run)."""
+
+    def __init__(self, outputs: dict[str, np.ndarray], captures: list[LayerOutput], profile: list[LayerTime],
+                 seconds: float):
+        super().__init__(outputs)
+        self.captures = captures
+        self.profile = profile
+        self.seconds = seconds
+
+
+def layer_output(node: Node, k: int, arr: np.ndarray) -> LayerOutput:
+    lay = node.layer
+    port_id = lay.outputs[k].id if k < len(lay.outputs) else k
+    return LayerOutput(node.index, lay.id, lay.name, lay.type, lay.version, k, port_id, lay.line,
+                       np.array(arr, copy=True))
+
+
+def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool], arrays: list[np.ndarray],
+            hook: LayerHook | None, dest: list[np.ndarray | None] | None = None, pool_allowance: int | None = None
+            ) -> dict[str, np.ndarray]:
+    """The one execution loop: feed inputs, run every step, free dead values, collect outputs.
+    ``dest``: the caller's out= arrays per output (see Model.run); ``copy_out``: which outputs are
+    handed out as copies (a folded constant or an input); ``pool_allowance``: bytes the output pool's
+    idle buffers may keep."""
+    pool = sys.modules.get("irnorm.kernels.pool")  # imported once a kernel has been built
+    if pool is not None:
+        if pool_allowance is not None:
+            pool.OUTPUTS.trim(pool_allowance)  # idle pooled buffers count against the limit
+    direct: dict[tuple[int, int], np.ndarray] = {}  # value -> caller array its kernel may write into
+    if dest is not None:
+        from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
+
+        for d, src in zip(dest, plan.outputs, strict=True):
+            # An out array that overlaps an input is filled only after everything has run (a later
+            # layer may still read that input); a non-contiguous one is filled by a copy.
+            if (d is not None and src not in direct and d.flags.c_contiguous
+                    and not any(np.may_share_memory(d, a) for a in arrays)):
+                direct[src] = d
+    values: dict[tuple[int, int], np.ndarray] = dict(plan.constants)
+    for pi, arr in zip(plan.parameters, arrays, strict=True):
+        values[(pi, 0)] = arr
+        if hook is not None:
+            hook(plan.graph.nodes[pi], [arr], 0.0)
+    for st in plan.steps:
+        ins = [values[a] for a in st.args]
+        targets = [direct[(st.node.index, k)] for k in range(len(st.node.outputs))
+                   if (st.node.index, k) in direct] if direct else None
+        try:
+            if targets:
+                with OUTPUTS.provide(targets):
+                    outs = _call(st, ins, hook)
+            else:
+                outs = _call(st, ins, hook)
+        except RuleError as e:  # a data-dependent rule (e.g. integer division by zero)
+            raise InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
+                                        **st.node.layer.where(plan.graph.path))) from None
+        except IrnormError as e:
+            for d in e.diagnostics:
+                d.file = d.file or plan.graph.path
+            raise
+        for k, o in enumerate(outs):
+            values[(st.node.index, k)] = o
+        for a in st.frees:
+            values.pop(a, None)
+    result: dict[str, np.ndarray] = {}
+    for i, (spec, src) in enumerate(zip(outputs, plan.outputs, strict=True)):
+        v = values[src]
+        d = dest[i] if dest is not None else None
+        if d is not None:
+            if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)
+                np.copyto(d, v.reshape(d.shape))
+            v = d
+        elif copy_out[i]:
+            v = np.array(v, copy=True)  # never hand out a constant or the caller's own input
+        result[spec.name] = v
+    return result
+
+
+def _call(st: Step, ins: list[np.ndarray], hook: LayerHook | None) -> Sequence[np.ndarray]:
+    """One step's kernel, timed and reported to the hook when there is one."""
+    if hook is None:
+        return st.kernel(ins)
+    t0 = time.perf_counter()
+    outs = st.kernel(ins)
+    hook(st.node, outs, time.perf_counter() - t0)
+    return outs
+
+
+def _same_memory(v: np.ndarray, d: np.ndarray) -> bool:
+    """v is d's own memory in d's element order (the kernel wrote into the out= array)."""
+    return (v.dtype == d.dtype and v.size == d.size and v.flags.c_contiguous and d.flags.c_contiguous
+            and v.__array_interface__["data"][0] == d.__array_interface__["data"][0])

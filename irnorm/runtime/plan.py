@@ -1,0 +1,164 @@
+"""Stage 3: plan a checked graph -- what runs (folded constants never do), each step's kernel, when
+each intermediate dies, and the memory a run needs at given input shapes (checked before anything
+is allocated)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..check.types import ABSURD_BYTES
+from ..errors import Diagnostic, InputError, ResourceLimitError, RuleError
+from ..ir.dtypes import ELEMENT_TYPES
+from ..ir.graph import Graph, Node
+from ..ir.tensor import TensorInfo, fmt_shape
+from ..ops.base import NodeContext
+
+Value = tuple[int, int]  # (node index, output index)
+
+
+def default_max_memory() -> int:
+    """Three quarters of physical memory (the default for --max-memory)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def fmt_bytes(n: int) -> str:
+    """1536 -> '1.5 KiB': sizes in messages stay readable from bytes to TiB."""
+    for unit, k in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k:
+            return f"{n / (1 << k):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def nbytes(shape: Sequence[int], dtype: str) -> int:
+    n = ELEMENT_TYPES[dtype].itemsize if dtype in ELEMENT_TYPES else 8
+    for d in shape:
+        n *= max(d, 0)
+    return n
+
+
+@dataclass
+class Step:
+    node: Node
+    kernel: Any
+    args: list[Value]  # the operands
+    frees: list[Value]  # values dead after this step
+
+
+@dataclass
+class Plan:
+    """The steps in execution order, the folded constants they read, and the model's output values."""
+
+    graph: Graph
+    steps: list[Step]
+    constants: dict[Value, np.ndarray]
+    outputs: list[Value]
+
+    @property
+    def parameters(self) -> list[int]:
+        return self.graph.parameters
+
+    def static_infos(self) -> dict[Value, TensorInfo]:
+        """Every step's output infos as checked at load time (concrete on a static model)."""
+        return {(st.node.index, k): o for st in self.steps for k, o in enumerate(st.node.outputs)}
+
+    def reinfer(self, arrays: Sequence[np.ndarray]) -> dict[Value, TensorInfo]:
+        """Dynamic models: every shape rule again, with the inputs' concrete shapes (IRN064 when they
+        do not fit together).  Returns every value's concrete TensorInfo."""
+        g = self.graph
+        infos: dict[Value, TensorInfo] = {}
+        for pi, arr in zip(g.parameters, arrays, strict=True):
+            infos[(pi, 0)] = TensorInfo(tuple(arr.shape), g.nodes[pi].outputs[0].dtype)
+        for key, v in self.constants.items():
+            infos[key] = TensorInfo(tuple(v.shape), g.nodes[key[0]].outputs[key[1]].dtype, v)
+        for st in self.steps:
+            node = st.node
+            ctx = NodeContext(node.layer, node.attrs, [infos[a] for a in st.args], len(node.layer.outputs))
+            try:
+                outs = node.op.infer(ctx)
+            except RuleError as e:
+                raise InputError(Diagnostic("IRN064", f"with these input shapes: {e.message}",
+                                            **node.layer.where(g.path))) from None
+            except Exception as e:  # a rule that did not anticipate these shapes: still a diagnostic
+                raise InputError(Diagnostic("IRN064", f"with these input shapes the operation's shape rule fails "
+                                                      f"({type(e).__name__}: {e})",
+                                            **node.layer.where(g.path))) from None
+            for k, o in enumerate(outs):
+                infos[(node.index, k)] = o
+        return infos
+
+    def peak_bytes(self, infos: dict[Value, TensorInfo], max_memory: int) -> int:
+        """Peak bytes of inputs + live intermediates + constants at these shapes; IRN050 for an absurd
+        tensor, IRN051 over `max_memory` -- before anything is allocated."""
+        g = self.graph
+        params = {pi: infos[(pi, 0)] for pi in g.parameters}
+        cur = sum(v.nbytes for v in self.constants.values()) + sum(nbytes(i.shape, i.dtype) for i in params.values())
+        peak = cur
+        for st in self.steps:
+            for k in range(len(st.node.outputs)):
+                info = infos[(st.node.index, k)]
+                b = nbytes(info.shape, info.dtype)
+                if b > ABSURD_BYTES:
+                    raise ResourceLimitError(Diagnostic(
+                        "IRN050", f"output {k} would have shape {fmt_shape(info.shape)} ({b} bytes): absurd size",
+                        **st.node.layer.where(g.path)))
+                cur += b
+            peak = max(peak, cur)
+            for a in st.frees:
+                info = infos.get(a) or params.get(a[0])
+                if info is not None:
+                    cur -= nbytes(info.shape, info.dtype)
+        if peak > max_memory:
+            raise ResourceLimitError(Diagnostic(
+                "IRN051", f"running this model needs about {fmt_bytes(peak)}, over the limit of "
+                          f"{fmt_bytes(max_memory)} (--max-memory / max_memory=)", file=g.path))
+        return peak
+
+
+def make_plan(graph: Graph, outputs: list[Value]) -> Plan:
+    """Steps for every layer an output depends on, in execution order.  A layer whose outputs were
+    all folded at load time is a constant (and what produced it, e.g. a ShapeOf, never runs)."""
+    g = graph
+    live: set[int] = set()
+    stack = [src[0] for src in outputs]
+    while stack:
+        i = stack.pop()
+        if i in live:
+            continue
+        live.add(i)
+        if _folded(g.nodes[i]):
+            continue
+        stack.extend(s[0] for s in g.nodes[i].sources if s is not None)
+    constants: dict[Value, np.ndarray] = {}
+    steps: list[Step] = []
+    for node in g.nodes:
+        if node.index not in live or node.op is None or node.op_type in ("Parameter", "Result"):
+            continue
+        if _folded(node):
+            for k, o in enumerate(node.outputs):
+                constants[(node.index, k)] = o.value
+            continue
+        ctx = NodeContext(node.layer, node.attrs, [g.nodes[s[0]].outputs[s[1]] for s in node.sources],
+                          len(node.layer.outputs))
+        steps.append(Step(node, node.op.build(ctx), [tuple(s) for s in node.sources], []))
+    # last use of every runtime value -> free it right after
+    last: dict[Value, int] = {}
+    for k, st in enumerate(steps):
+        for a in st.args:
+            last[a] = k
+    keep = set(outputs)
+    for a, k in last.items():
+        if a not in keep and a not in constants:
+            steps[k].frees.append(a)
+    return Plan(graph, steps, constants, list(outputs))
+
+
+def _folded(node: Node) -> bool:
+    return all(o is not None and o.value is not None for o in node.outputs)
