@@ -6,8 +6,8 @@ two-pass formula (mean first, then the *biased* variance as the mean of squared 
 and returns float64 arrays, so that a reader can check it against the spec by eye.  It is
 slow on purpose and used by the tests only.
 
-The semantics follow /work/shared/notes/ir-format.md, sections 11-12 ("Operation semantics",
-"Contradictions between sources"), and the specs in /work/shared/specs/.  Where OpenVINO's
+The semantics follow docs/ir-format.md, sections 11-12 ("Operation semantics",
+"Contradictions between sources"), and docs/operator-specs.md.  Where OpenVINO's
 spec, reference implementation and CPU plugin disagree, each docstring says which one is
 followed.
 

@@ -287,9 +287,14 @@ def test_info_json_and_dynamic(capsys):
     assert "[?,16,?,?]" in out
 
 
-def test_info_on_a_broken_model(capsys, tmp_path):
+def test_info_on_a_broken_model_shows_its_structure(capsys, tmp_path):
+    """A broken file is what a user debugs: info shows what parses, lists the errors, and exits 1."""
     code, out, err = invoke(capsys, "info", broken(tmp_path))
-    assert code == EXIT_FAIL and out == "" and err.count("error:") == 2
+    assert code == EXIT_FAIL and err.count("error:") == 2 and "2 error(s)" in err
+    assert "inputs" in out and "layers" in out and "GroupNormalization-opset12" in out
+    code, out, _ = invoke(capsys, "info", "--json", broken(tmp_path))
+    summary = json.loads(out)
+    assert code == EXIT_FAIL and summary["ok"] is False and summary["errors"] == 2
 
 
 # ---- usage, version, help, error paths ---------------------------------------------

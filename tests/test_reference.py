@@ -1,6 +1,6 @@
 """Tests of the float64 numpy oracle (irnorm/reference.py).
 
-Two kinds: hand-checked cases taken from the specs and from /work/shared/notes/ir-format.md
+Two kinds: hand-checked cases taken from the specs and from docs/ir-format.md
 (exact values, textbook loops, identities between operators), and comparisons against the
 OpenVINO CPU runtime (marked ``openvino``; skipped when openvino is not importable).
 """
@@ -524,7 +524,7 @@ def test_openvino_lrn(run_cpu: Callable, shape: tuple[int, ...], axes: list[int]
 
 
 # --- Known CPU-plugin deviations from the documented semantics (OpenVINO 2026.4). Strict xfails: if one
-# --- starts passing, OpenVINO changed and /work/shared/notes/ir-format.md should be updated.
+# --- starts passing, OpenVINO changed and docs/ir-format.md should be updated.
 
 
 @pytest.mark.openvino

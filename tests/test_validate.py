@@ -182,6 +182,39 @@ def test_unknown_opset_names_the_known_ones(tmp_path):
     at_layer(d, "3", "group_norm", "GroupNormalization", "opset1")
 
 
+@pytest.mark.parametrize("opset", ["opset99", "opset18", "opset0"])
+def test_an_opset_openvino_does_not_define_is_refused(tmp_path, opset):
+    """OpenVINO 2026.4 defines opset1..opset17 and refuses a layer naming another; so does irnorm
+    (it used to run opset99's GroupNormalization as GroupNormalization-12)."""
+    m = Mut(tmp_path, GN).sub('version="opset12"', f'version="{opset}"')
+    d = only_error(m.check(), "IRN012")
+    assert f"unknown opset '{opset}'" in d.message and "opset1 to opset17" in d.message
+    at_layer(d, "3", "group_norm", "GroupNormalization", opset)
+    newest = Mut(tmp_path, GN, "newest").sub('version="opset12"', 'version="opset17"')
+    assert errors(newest.check()) == []  # the newest opset still has GroupNormalization-12
+
+
+def test_decompression_convert_feeding_a_result_as_openvino_writes_it(tmp_path):
+    """An f16-compressed Const whose decompression Convert feeds a Result: OpenVINO writes FP16 on
+    the Convert's output port and on its consumers' ports, and reads the file back (the tensor is
+    f32).  irnorm accepts the file too (it refused it with IRN031) and matches OpenVINO."""
+    ov = pytest.importorskip("openvino")
+    import openvino.opset1 as op1
+    from ovutil import compare_with_openvino
+
+    x = op1.parameter([2, 3], np.float32, name="x")
+    c = op1.constant(np.arange(6, dtype=np.float32).reshape(2, 3) / 7)
+    y = op1.add(x, c)
+    y.output(0).get_tensor().set_names({"y"})
+    c.output(0).get_tensor().set_names({"c"})
+    xml = tmp_path / "m.xml"
+    ov.save_model(ov.Model([op1.result(y), op1.result(c)], [x], "m"), str(xml), compress_to_fp16=True)
+    assert 'precision="FP16" names="c"' in xml.read_text()  # what the serializer writes
+    assert errors(irnorm.check(xml)) == []
+    got = compare_with_openvino(xml, {"x": np.ones((2, 3), np.float32)})
+    assert got["c"].dtype == np.float32
+
+
 def test_extension_opset_name_is_not_a_number(tmp_path):
     m = Mut(tmp_path, GN).sub('version="opset12"', 'version="opsetX"')
     assert "opsetX" in only_error(m.check(), "IRN012").message

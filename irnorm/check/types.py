@@ -53,7 +53,7 @@ def infer_types(graph: Graph) -> None:
             node.ok = False
             continue
         for k, info in enumerate(outs):
-            _check_output_port(graph, node, lay.outputs[k], info, ins)
+            _check_output_port(graph, node, lay.outputs[k], info)
             node.outputs[k] = info
 
 
@@ -77,7 +77,8 @@ def _input_infos(graph: Graph, node: Node) -> list[TensorInfo] | None:
             graph.diagnostics.append(layer_diagnostic(
                 doc, lay, "IRN030", f"input port {port.id} declares dims {fmt_shape(port.dims)} but its producer "
                                     f"'{prod.layer.name}' gives {fmt_shape(info.shape)}", line=port.line))
-        if port.precision is not None and port.precision not in ("dynamic", info.dtype):
+        if (port.precision is not None and port.precision not in ("dynamic", info.dtype)
+                and port.precision != decompression_source(graph, prod)):
             graph.diagnostics.append(layer_diagnostic(
                 doc, lay, "IRN031", f"input port {port.id} declares precision {port.precision_raw} but its producer "
                                     f"'{prod.layer.name}' gives {info.dtype}", line=port.line))
@@ -85,7 +86,7 @@ def _input_infos(graph: Graph, node: Node) -> list[TensorInfo] | None:
     return ins if upstream_ok else None
 
 
-def _check_output_port(graph: Graph, node: Node, port: PortRecord, info: TensorInfo, ins: list[TensorInfo]) -> None:
+def _check_output_port(graph: Graph, node: Node, port: PortRecord, info: TensorInfo) -> None:
     doc, lay = graph.doc, node.layer
     if not dims_agree(port.dims, info.shape):
         given = (f"its <data shape=\"{lay.data.get('shape', '')}\"> gives" if node.op_type == "Parameter"
@@ -93,21 +94,27 @@ def _check_output_port(graph: Graph, node: Node, port: PortRecord, info: TensorI
         graph.diagnostics.append(layer_diagnostic(
             doc, lay, "IRN030", f"output port {port.id} declares dims {fmt_shape(port.dims)} but {given} "
                                 f"{fmt_shape(info.shape)}", line=port.line))
-    if port.precision is None or port.precision in ("dynamic", info.dtype):
-        return
-    if _decompression_source_precision(node, port, ins):
+    if port.precision is None or port.precision in ("dynamic", info.dtype, decompression_source(graph, node)):
         return
     graph.diagnostics.append(layer_diagnostic(
         doc, lay, "IRN031", f"output port {port.id} declares precision {port.precision_raw} but the operation "
                             f"gives {info.dtype}", line=port.line))
 
 
-def _decompression_source_precision(node: Node, port: PortRecord, ins: list[TensorInfo]) -> bool:
-    """OpenVINO's serializer writes a weight-decompression Convert (rt_info "decompression") that
-    feeds a Result with its *source's* precision on the output port (FP16 for f16 -> f32), and reads
-    the file back without complaint; irnorm accepts exactly that (docs/ir-format.md, section 3)."""
-    return (node.op_type == "Convert" and "decompression" in node.layer.rt_info and len(ins) == 1
-            and port.precision == ins[0].dtype)
+def decompression_source(graph: Graph, node: Node) -> str | None:
+    """The source element type of a weight-decompression Convert (rt_info "decompression"), else None.
+
+    When such a Convert feeds a Result, OpenVINO's serializer writes the *source's* precision (FP16
+    for f16 -> f32) on the Convert's output port and on every port that consumes it, and reads the
+    file back without complaint (the tensor is f32); irnorm accepts exactly that (docs/ir-format.md,
+    "Decompression Convert feeding a Result")."""
+    if node.op_type != "Convert" or "decompression" not in node.layer.rt_info or len(node.sources) != 1:
+        return None
+    src = node.sources[0]
+    if src is None:
+        return None
+    info = graph.nodes[src[0]].outputs[src[1]] if src[1] < len(graph.nodes[src[0]].outputs) else None
+    return None if info is None else info.dtype
 
 
 def _fold(node: Node, ctx: NodeContext, outs: list[TensorInfo]) -> list[TensorInfo]:

@@ -1,6 +1,6 @@
 """The workbench's click commands (`irnorm compare`, `bench`, `graph`) and the pieces `irnorm run`
 uses for --compare, --dump-dir, --profile.  Argument handling only; the work is in the modules
-beside this one.  Registered on the `irnorm` group at the end of irnorm/cli.py."""
+beside this one.  irnorm/cli.py adds COMMANDS to the `irnorm` group."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..errors import Diagnostic, InputError
+from .args import input_options, load_and_feed, parse_tol
 
 EXIT_FAIL = 1
 
@@ -36,79 +37,6 @@ def paint(text: str, fg: str, err: bool = False, bold: bool = False) -> str:
 
 def verdict(ok: bool) -> str:
     return paint("PASS", "green", bold=True) if ok else paint("FAIL", "red", bold=True)
-
-
-# ---- options shared by the commands -------------------------------------------------------
-
-
-def input_options(f: Any) -> Any:
-    """--weights, --inputs, -i, --seed, --shape, --value-range, --cast."""
-    for opt in reversed([
-        click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin)."),
-        click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False),
-                     help="An .npz whose keys are input names."),
-        click.option("-i", "--input", "items", multiple=True, metavar="NAME=FILE.npy", help="One input (repeatable)."),
-        click.option("--seed", default=0, show_default=True, help="Seed for random inputs (used when none are given)."),
-        click.option("--shape", "shape_items", multiple=True, metavar="NAME=D0,D1,..",
-                     help="Concrete shape for a random input with dynamic dims."),
-        click.option("--value-range", "range_items", multiple=True, metavar="NAME=LO,HI",
-                     help="Draw random input NAME uniformly from [LO, HI] (integers: inclusive)."),
-        click.option("--cast", is_flag=True, help="Convert inputs to the model's dtypes instead of refusing."),
-    ]):
-        f = opt(f)
-    return f
-
-
-def parse_value_ranges(items: tuple[str, ...]) -> dict[str, tuple[float, float]]:
-    from .inputs import parse_value_range
-
-    out = {}
-    for item in items:
-        try:
-            name, vr = parse_value_range(item)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--value-range") from None
-        out[name] = vr
-    return out
-
-
-def tolerance_options(f: Any) -> Any:
-    f = click.option("--atol", "atol_items", multiple=True, metavar="A|NAME=A",
-                     help="Absolute tolerance: a number for all outputs, or NAME=A for one (repeatable).")(f)
-    f = click.option("--rtol", "rtol_items", multiple=True, metavar="R|NAME=R",
-                     help="Relative tolerance: a number for all outputs, or NAME=R for one (repeatable).")(f)
-    return f
-
-
-def parse_tol(items: tuple[str, ...], what: str) -> tuple[float | None, dict[str, float]]:
-    from .trace import parse_tolerances
-
-    try:
-        return parse_tolerances(items, what)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=what) from None
-
-
-def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
-                  shape_items: tuple[str, ...], range_items: tuple[str, ...], quiet: bool,
-                  max_memory: int | None = None) -> tuple[Any, dict[str, Any]]:
-    from ..api import load
-    from ..cli import _gather_inputs, _parse_shapes
-
-    shapes = _parse_shapes(shape_items)
-    ranges = parse_value_ranges(range_items)
-    m = load(model, weights, max_memory=max_memory)
-    check_input_keys(m, {**shapes, **ranges})
-    feeds = _gather_inputs(m, inputs_npz, items, shapes, seed, quiet, ranges)
-    return m, feeds
-
-
-def check_input_keys(m: Any, keyed: dict[str, Any]) -> None:
-    known = {n for s in m.inputs for n in s.names}
-    for k in keyed:
-        if k not in known:
-            raise click.BadParameter(f"no model input named {k!r}; the inputs are "
-                                     f"{', '.join(repr(s.name) for s in m.inputs)}")
 
 
 # ---- irnorm run: --compare / --dump-dir / --profile -------------------------------------
@@ -169,9 +97,9 @@ def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | 
 def _load_expected(path: str, limit: int | None = None) -> dict[str, Any]:
     import numpy as np
 
-    from ..cli import _load_array_file
+    from .inputs import load_array_file
 
-    data = _load_array_file(path, limit)
+    data = load_array_file(path, limit)
     if isinstance(data, np.ndarray):
         raise InputError(Diagnostic("IRN063", "--compare expects an .npz archive keyed by output name", file=path))
     return dict(data)

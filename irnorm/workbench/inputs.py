@@ -1,6 +1,8 @@
-"""Seeded random inputs for a model: the same ones `irnorm run`, `compare` and `bench` use when
-no inputs are given.  Dynamic dims come from `shapes` (default 1); values are standard normal
-(floats), 0..9 (integers) or fair coin flips (booleans), or uniform in a `value_ranges` [lo, hi]."""
+"""A model's inputs for the commands: arrays read from .npy/.npz files (safely: no pickles, member
+sizes checked before decompression), or seeded random inputs -- the same ones `irnorm run`, `compare`
+and `bench` use when no inputs are given.  Dynamic dims come from `shapes` (default 1); values are
+standard normal (floats), 0..9 (integers) or fair coin flips (booleans), or uniform in a
+`value_ranges` [lo, hi]."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from ..errors import Diagnostic, InputError, IrnormError, ResourceLimitError
 
 
 def random_array(rng: np.random.Generator, shape: Sequence[int], dtype: Any,
@@ -60,3 +64,92 @@ def random_inputs(model: Any, seed: int = 0, shapes: Mapping[str, Sequence[int]]
         vr = next((value_ranges[n] for n in spec.names if n in value_ranges), None)
         out[spec.name] = random_array(rng, shape, spec.dtype, vr)
     return out
+
+
+# ---- files -------------------------------------------------------------------------------
+
+
+def load_array_file(path: str, limit: int | None = None) -> Any:
+    """An .npy file as an array, or an .npz archive as {name: array}, read completely and
+    closed.  Never unpickles; an archive member whose header claims more than `limit`
+    bytes is refused before it is decompressed (a tiny .npz can inflate to gigabytes)."""
+    try:
+        with open(path, "rb") as f:
+            data = np.load(f, allow_pickle=False)
+            if isinstance(data, np.ndarray):
+                return data
+            with data:
+                out = {}
+                for k in data.files:
+                    try:
+                        if limit is not None:
+                            check_member_size(data.zip, k, limit, path)
+                        out[k] = data[k]
+                    except IrnormError:
+                        raise
+                    except Exception as e:  # truncated member, bad header, pickled object array ...
+                        raise InputError(Diagnostic("IRN063", f"cannot read member {k!r}: {e}", file=path)) from None
+                return out
+    except FileNotFoundError:
+        raise InputError(Diagnostic("IRN063", "no such file", file=path)) from None
+    except IrnormError:
+        raise
+    except Exception as e:  # corrupt zip, bad header, pickled object arrays, a directory ...
+        raise InputError(Diagnostic("IRN063", f"cannot read as .npy/.npz: {e}", file=path)) from None
+
+
+def check_member_size(zf: Any, key: str, limit: int, path: str) -> None:
+    fmt = np.lib.format
+    member = key if key in zf.namelist() else key + ".npy"
+    with zf.open(member) as m:
+        version = fmt.read_magic(m)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = read(m)
+    need = dtype.itemsize
+    for d in shape:
+        need *= d
+    if need > limit:
+        raise ResourceLimitError(Diagnostic("IRN051", f"member {key!r} claims shape {list(shape)} of {dtype} "
+                                                      f"({need} bytes), over the memory limit of {limit} bytes",
+                                            file=path))
+
+
+def bf16_fix(arr: Any, element_type: str) -> Any:
+    """np.savez writes ml_dtypes.bfloat16 arrays as raw 2-byte voids; view them back."""
+    if element_type == "bf16" and isinstance(arr, np.ndarray) and arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
+        import ml_dtypes
+
+        return arr.view(ml_dtypes.bfloat16)
+    return arr
+
+
+def gather_inputs(model: Any, inputs_npz: str | None, items: Sequence[tuple[str, str]],
+                  shapes: Mapping[str, Sequence[int]], seed: int,
+                  value_ranges: Mapping[str, tuple[float, float]] | None = None) -> tuple[dict[str, Any], str | None]:
+    """The inputs for one run: from an .npz archive and/or NAME=FILE.npy items, else random.
+    Returns (inputs by name, a note saying which random inputs were drawn, or None)."""
+    given: dict[str, Any] = {}
+    if inputs_npz:
+        data = load_array_file(inputs_npz, model.max_memory)
+        if not isinstance(data, dict):
+            raise InputError(Diagnostic("IRN063", "--inputs expects an .npz archive (use -i NAME=FILE.npy for "
+                                                  ".npy files)", file=inputs_npz))
+        given.update(data)
+    for name, path in items:
+        arr = load_array_file(path, model.max_memory)
+        if not isinstance(arr, np.ndarray):
+            raise InputError(Diagnostic("IRN063", "expected a single array (.npy), got an archive", file=path))
+        given[name] = arr
+    by_name = {n: spec for spec in model.inputs for n in spec.names}
+    for k in list(given):
+        if k in by_name:
+            given[k] = bf16_fix(given[k], by_name[k].element_type)
+    if given or not model.inputs:
+        return given, None
+    drawn = random_inputs(model, seed, shapes, value_ranges)
+    vr = dict(value_ranges or {})
+    notes = []
+    for spec in model.inputs:
+        rng_note = next((f" in [{vr[n][0]:g}, {vr[n][1]:g}]" for n in spec.names if n in vr), "")
+        notes.append(f"{spec.name}{list(drawn[spec.name].shape)}{rng_note}")
+    return drawn, f"no inputs given; using random inputs (seed {seed}): {', '.join(notes)}"

@@ -1,0 +1,65 @@
+"""What is in a model file, even a broken one: inputs, outputs, layers by type and version (the
+ones irnorm cannot run marked), opsets, weights and notes -- plain data for `irnorm info`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..ir.dtypes import ELEMENT_TYPES
+from ..ir.graph import Graph, Node
+from ..ir.tensor import fmt_shape
+from ..ops.base import known_versions
+
+
+def describe(graph: Graph) -> dict[str, Any]:
+    """A summary of a checked graph; works whether or not the graph has errors."""
+    nodes = graph.nodes
+    counts = Counter(n.label for n in nodes)
+    unsupported = Counter((n.layer.type, n.layer.version) for n in nodes
+                          if n.op is None and n.layer.type and n.layer.version)
+    errors = [d for d in graph.diagnostics if d.severity == "error"]
+    notes = sorted({d.message.split(":")[0] for d in graph.diagnostics if d.severity == "warning"})
+    inputs, outputs = _io(graph)
+    dynamic = [f"{s['name']}{fmt_shape(s['shape'])}" for s in inputs if s["shape"] is None or -1 in s["shape"]]
+    if dynamic:
+        notes.append(f"dynamic dims: {', '.join(dynamic)} (random inputs use 1 unless --shape NAME=... is given)")
+    return {
+        "file": graph.path, "name": graph.doc.name, "ir_version": graph.doc.ir_version, "ok": not errors,
+        "errors": len(errors), "inputs": inputs, "outputs": outputs, "layers": dict(sorted(counts.items())),
+        "unsupported": [{"type": t, "version": v, "count": c, "irnorm_knows": known_versions(t)}
+                        for (t, v), c in sorted(unsupported.items())],
+        "opsets": sorted({n.layer.version for n in nodes if n.layer.version}),
+        "weights_bytes": graph.weights.bytes_read if graph.weights is not None else 0, "notes": notes,
+    }
+
+
+def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Inputs and outputs by their OpenVINO names when the graph checked out; otherwise as declared
+    on the Parameter and Result ports (the model is broken, but its interface is still shown)."""
+    if graph.ok:
+        from ..runtime.bind import io_specs
+
+        ins, outs, _ = io_specs(graph)
+        return ([{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
+                 for s in ins],
+                [{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
+                 for s in outs])
+    by_type = {"parameter": [], "result": []}
+    for n in graph.nodes:
+        t = n.layer.type.lower()
+        if t in by_type:
+            by_type[t].append(n)
+    position = {id(lay): i for i, lay in enumerate(graph.doc.layers)}
+    ins = [_declared(n, n.layer.outputs[0] if n.layer.outputs else None)
+           for n in sorted(by_type["parameter"], key=lambda n: position[id(n.layer)])]
+    outs = [_declared(n, n.layer.inputs[0] if n.layer.inputs else None)
+            for n in sorted(by_type["result"], key=lambda n: position[id(n.layer)])]
+    return ins, outs
+
+
+def _declared(node: Node, port: Any) -> dict[str, Any]:
+    names = list(port.names) if port is not None else []
+    dtype = port.precision if port is not None and port.precision in ELEMENT_TYPES else "?"
+    return {"name": min(names) if names else node.layer.name, "names": names or [node.layer.name],
+            "shape": list(port.dims) if port is not None else None, "dtype": dtype}
