@@ -48,3 +48,17 @@ def test_compressed_and_uncompressed_agree_within_fp16_weight_error():
     b = irnorm.load(SAMPLES / "ir" / "group_norm_f32w.xml").run(x)["y"]
     assert not np.array_equal(a, b)  # the f16 weights really are different numbers
     np.testing.assert_allclose(a, b, rtol=0, atol=5e-3 * np.abs(b).max())
+
+
+def test_the_generators_npz_writer_keeps_0d_arrays_and_is_reproducible(tmp_path):
+    """tools/ writes .npz files with np.savez: a 0-d array stays 0-d (the hand-written writer it
+    replaced turned it into shape (1,)), and the same arrays give the same bytes (a fixed timestamp)."""
+    import time
+
+    arrays = {"scalar": np.array(2.5, np.float32), "axes": np.array([], np.int64), "x": np.ones((2, 3), np.float16)}
+    np.savez(tmp_path / "a.npz", **arrays)
+    time.sleep(2.1)  # zip timestamps have a 2 s resolution
+    np.savez(tmp_path / "b.npz", **arrays)
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    back = load_npz(tmp_path / "a.npz")
+    assert {k: (v.shape, v.dtype) for k, v in back.items()} == {k: (v.shape, v.dtype) for k, v in arrays.items()}

@@ -36,7 +36,6 @@ import onnx.helper as oh
 import openvino as ov
 import torch
 import torch.nn.functional as F
-from npzio import write_npz  # tools/ is on sys.path when run as a script
 from onnx import TensorProto, numpy_helper
 
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "1"}
@@ -382,8 +381,8 @@ def export_all(out: Path) -> list[tuple[str, str, str]]:
                     reread = core.read_model(str(xml))
                     inputs = make_inputs(spec, reread)
                     expected = infer(core, reread, inputs)
-                    write_npz(out / f"{name}.inputs.npz", inputs)
-                    write_npz(out / f"{name}.expected.npz", expected)
+                    np.savez(out / f"{name}.inputs.npz", **inputs)
+                    np.savez(out / f"{name}.expected.npz", **expected)
                     # read everything back from disk and check it reproduces bit for bit
                     again = infer(core, core.read_model(str(xml)), inputs)
                     for k, v in expected.items():

@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from irbuilder import IRBuilder  # noqa: E402
-from npzio import write_npz  # noqa: E402  (tools/ is on sys.path when run as a script)
 
 import irnorm  # noqa: E402
 from irnorm import reference as R  # noqa: E402
@@ -190,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         builder, inputs, expected = SAMPLES[name]()
         builder.save(args.out / "ir", name)
         (args.out / "data").mkdir(parents=True, exist_ok=True)
-        write_npz(args.out / "data" / f"{name}.inputs.npz", inputs)
-        write_npz(args.out / "data" / f"{name}.expected.npz", expected)
+        np.savez(args.out / "data" / f"{name}.inputs.npz", **inputs)
+        np.savez(args.out / "data" / f"{name}.expected.npz", **expected)
         verify(args.out, name)
         print(f"wrote {name}")
     return 0

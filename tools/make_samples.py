@@ -36,7 +36,6 @@ import openvino as ov
 import openvino.opset1 as ops1
 import openvino.opset6 as ops6
 import openvino.opset12 as ops12
-from npzio import write_npz  # tools/ is on sys.path when run as a script
 from openvino import passes as ov_passes
 
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -107,8 +106,8 @@ def _finish(out: Path, name: str, inputs: dict[str, np.ndarray]) -> None:
     _check_inputs(model, inputs)
     expected = _infer(model, inputs)
     data = out / "data"
-    write_npz(data / f"{name}.inputs.npz", inputs)
-    write_npz(data / f"{name}.expected.npz", expected)
+    np.savez(data / f"{name}.inputs.npz", **inputs)
+    np.savez(data / f"{name}.expected.npz", **expected)
 
 
 def _save(model: ov.Model, out: Path, name: str, *, compress: bool) -> None:
