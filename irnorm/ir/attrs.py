@@ -60,13 +60,6 @@ def parse_int_list(text: str) -> list[int]:
     return [parse_int(p) for p in t.split(",")]
 
 
-def parse_float_list(text: str) -> list[float]:
-    t = text.strip()
-    if t == "":
-        return []
-    return [parse_float(p) for p in t.split(",")]
-
-
 DYNAMIC = -1
 
 

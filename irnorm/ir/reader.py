@@ -59,7 +59,6 @@ class LayerRecord:
     outputs: list[PortRecord]
     rt_info: list[str] = field(default_factory=list)  # names of <rt_info><attribute name=...>
     output_names: list[str] | None = None  # Result layers in IR v11
-    data_present: bool = False
 
     def where(self, file: str | None) -> dict:
         return dict(file=file, line=self.line, layer_id=self.id, layer_name=self.name,
@@ -301,7 +300,6 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
         version=(el.get("version") or "").strip(), line=el.sourceline, data=data,
         data_line=data_el.sourceline if data_el is not None else el.sourceline,
         inputs=inputs, outputs=outputs, rt_info=rt_names, output_names=out_names,
-        data_present=data_el is not None,
     )
 
 

@@ -39,9 +39,9 @@ class RefCall:
     out_types: list[str]
     layer: Any  # LayerRecord
 
-    def a(self, name: str, default: Any = None) -> Any:
-        v = self.attrs.get(name, default)
-        return default if v is None else v
+    def a(self, name: str) -> Any:
+        """An attribute's value as irnorm parsed it: the op's schema supplies the default."""
+        return self.attrs[name]
 
 
 RefFn = Callable[[RefCall], list[np.ndarray]]
@@ -95,7 +95,7 @@ def _s(v: Any) -> str:
 
 
 def _normalize_l2(c: RefCall) -> list[np.ndarray]:
-    return [R.normalize_l2(c.ins[0], _ints(c.ins[1]), float(c.a("eps")), _s(c.a("eps_mode", "add")))]
+    return [R.normalize_l2(c.ins[0], _ints(c.ins[1]), float(c.a("eps")), _s(c.a("eps_mode")))]
 
 
 def _group_norm(c: RefCall) -> list[np.ndarray]:
@@ -105,8 +105,8 @@ def _group_norm(c: RefCall) -> list[np.ndarray]:
 
 def _mvn1(c: RefCall) -> list[np.ndarray]:
     axes = c.attrs.get("reduction_axes") if "reduction_axes" in c.layer.data else None
-    return [R.mvn1(c.ins[0], bool(c.a("across_channels", False)), None if axes is None else list(axes),
-                   bool(c.a("normalize_variance", False)), float(c.a("eps")))]
+    return [R.mvn1(c.ins[0], bool(c.a("across_channels")), None if axes is None else list(axes),
+                   bool(c.a("normalize_variance")), float(c.a("eps")))]
 
 
 def _mvn6(c: RefCall) -> list[np.ndarray]:
@@ -131,18 +131,18 @@ def _lrn(c: RefCall) -> list[np.ndarray]:
 
 def _layer_norm(c: RefCall) -> list[np.ndarray]:
     bias = c.ins[2] if len(c.ins) > 2 else None
-    y, mean, inv = R.layer_normalization(c.ins[0], c.ins[1], bias, int(c.a("axis", -1)), float(c.a("epsilon", 1e-5)))
+    y, mean, inv = R.layer_normalization(c.ins[0], c.ins[1], bias, int(c.a("axis")), float(c.a("epsilon")))
     return [y, mean, inv][: max(len(c.out_types), 1)]
 
 
 def _trt_norm(c: RefCall) -> list[np.ndarray]:
     x, s, b = c.ins
-    return [R.trt_normalization(x, s, b, int(c.a("axes")), int(c.a("num_groups", 1)), float(c.a("epsilon", 1e-5)))]
+    return [R.trt_normalization(x, s, b, int(c.a("axes")), int(c.a("num_groups")), float(c.a("epsilon")))]
 
 
 def _scale(c: RefCall) -> list[np.ndarray]:
     x, s, sh, p = (list(c.ins) + [np.zeros(0)] * 4)[:4]
-    y = R.scale(x, _s(c.a("mode")), s, sh, p, int(c.a("channel_axis", 1)))
+    y = R.scale(x, _s(c.a("mode")), s, sh, p, int(c.a("channel_axis")))
     if c.out_types and c.out_types[0] == "i8":
         return [R.scale_int8_output(y)]
     return [y]
@@ -184,7 +184,7 @@ def _divide(c: RefCall) -> list[np.ndarray]:
     a, b = c.ins
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if a.dtype.kind in "iu" and b.dtype.kind in "iu":
-            if c.a("m_pythondiv", True):
+            if c.a("m_pythondiv"):
                 return [np.floor_divide(a, b)]
             return [np.trunc(a / b).astype(np.result_type(a, b))]
         return [np.asarray(a, np.float64) / np.asarray(b, np.float64)]
@@ -209,7 +209,7 @@ def _reduce(fn: Callable[..., np.ndarray]) -> RefFn:
     def run(c: RefCall) -> list[np.ndarray]:
         x = c.ins[0]
         axes = tuple(_axes(c.ins[1], x.ndim)) if len(c.ins) > 1 else tuple(range(x.ndim))
-        keep = bool(c.a("keep_dims", False))
+        keep = bool(c.a("keep_dims"))
         if not axes:
             return [x.copy()]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -225,7 +225,7 @@ def _reduce_l2(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarr
 
 def _reshape(c: RefCall) -> list[np.ndarray]:
     x, shape = c.ins[0], _ints(c.ins[1])
-    if c.a("special_zero", False):
+    if c.a("special_zero"):
         shape = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(shape)]
     return [x.reshape(shape)]
 
@@ -256,7 +256,7 @@ def _shape_of(c: RefCall) -> list[np.ndarray]:
 def _gather(c: RefCall) -> list[np.ndarray]:
     data, idx = c.ins[0], np.asarray(c.ins[1])
     axis = int(np.asarray(c.ins[2]).reshape(-1)[0]) % max(data.ndim, 1)
-    bd = int(c.a("batch_dims", 0))
+    bd = int(c.attrs.get("batch_dims", 0))  # Gather-1 has no batch dims (the attribute came in Gather-7)
     if bd < 0:
         bd += idx.ndim
     idx = np.where(idx < 0, idx + data.shape[axis], idx)
@@ -270,7 +270,7 @@ def _gather(c: RefCall) -> list[np.ndarray]:
 
 def _broadcast(c: RefCall) -> list[np.ndarray]:
     x, target = c.ins[0], _ints(c.ins[1])
-    mode = _s(c.a("mode", "numpy"))
+    mode = _s(c.a("mode"))
     if mode == "none":  # Broadcast-1's spelling of explicit
         mode = "explicit"
     if mode == "bidirectional":
@@ -285,7 +285,7 @@ def _broadcast(c: RefCall) -> list[np.ndarray]:
 
 
 def _concat(c: RefCall) -> list[np.ndarray]:
-    return [np.concatenate(c.ins, axis=int(c.a("axis", 0)))]
+    return [np.concatenate(c.ins, axis=int(c.a("axis")))]
 
 
 def _transpose(c: RefCall) -> list[np.ndarray]:
@@ -296,8 +296,6 @@ def _transpose(c: RefCall) -> list[np.ndarray]:
 def _structural(c: RefCall) -> list[np.ndarray]:  # Parameter / Const / Result never reach here
     raise AssertionError("structural op")
 
-
-STRUCTURAL = ("Parameter", "Const", "Result")
 
 # op type -> reference function, or {op version: function} where versions differ in meaning.
 REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
