@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import Diagnostic, InputError, RuleError, fail
 from ..ir.attrs import AttrSchema
-from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES
 from ..ir.tensor import TensorInfo, fmt_shape
 
 __all__ = [
@@ -160,7 +160,7 @@ def normalize_axes(axes: Sequence[int], rank: int, what: str = "axes") -> list[i
 
 def require_float(ctx: NodeContext, i: int, what: str) -> str:
     t = ctx.inputs[i].dtype
-    if t not in ("f64", "f32", "f16", "bf16"):
+    if t not in FLOAT_TYPES:
         raise fail("IRN033", f"{what} must be a floating-point tensor, got {t}")
     return t
 
