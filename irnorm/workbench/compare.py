@@ -205,62 +205,75 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
                    "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]
     outputs_of = _output_names(m)
-    per_rtol = _per_layer(m, layer_rtol, outputs_of, "layer_rtol")
-    per_atol = _per_layer(m, layer_atol, outputs_of, "layer_atol")
-    rows: list[LayerComparison] = []
-
-    def row(node: Any, k: int, arr: np.ndarray, status: str, stats: ErrorStats | None = None, note: str = ""
-            ) -> None:
-        lay = node.layer
-        rows.append(LayerComparison(node.index, lay.id, lay.name, lay.type, lay.version, lay.line, k,
-                                    list(arr.shape), _etype(arr.dtype), status, stats, note,
-                                    outputs_of.get((node.index, k))))
-
-    def check(node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None, note: str = "") -> None:
-        d_rtol, d_atol = default_tolerance(got.dtype, precision)
-        r = per_rtol.get((node.index, k), d_rtol if rtol is None else rtol)
-        a = per_atol.get((node.index, k), d_atol if atol is None else atol)
-        st = error_stats(got, exp, r, a)
-        row(node, k, got, "ok" if st.passed else "diverged", st, note)
-
+    rec = _Recorder(outputs_of, _per_layer(m, layer_rtol, outputs_of, "layer_rtol"),
+                    _per_layer(m, layer_atol, outputs_of, "layer_atol"), rtol, atol)
     if against == "reference":
-        runner = ReferenceRunner(m.graph)
-
-        def hook(node: Any, outs: Any, _s: float) -> None:
-            ref, note = runner.step(node, outs)
-            if node.op.type == "Parameter":
-                return
-            for k, o in enumerate(outs):
-                if note:
-                    row(node, k, o, "skipped", note=note)
-                else:
-                    check(node, k, o, ref[k], None)
-
-        m.run(feeds, cast=cast, on_layer=hook)
-        precision = None
+        m.run(feeds, cast=cast, on_layer=_reference_hook(ReferenceRunner(m.graph), rec))
     else:
         ov_vals, ov_notes = run_openvino(m, feeds, openvino_precision, cast)
         notes.extend(ov_notes)
-        precision = openvino_precision
-
-        def hook(node: Any, outs: Any, _s: float) -> None:
-            if node.op.type == "Parameter":
-                return
-            for k, o in enumerate(outs):
-                exp = ov_vals.get((node.layer.name, k))
-                if not isinstance(exp, str):
-                    ov_vals.pop((node.layer.name, k), None)  # compared once: let it go
-                if isinstance(exp, str):
-                    row(node, k, o, "skipped", note=exp)
-                elif exp is None:
-                    row(node, k, o, "skipped", note="OpenVINO has no output for this layer")
-                else:
-                    note = "" if exp.dtype == o.dtype else f"OpenVINO gives {_etype(exp.dtype)}"
-                    check(node, k, o, exp, precision, note)
-
-        m.run(feeds, cast=cast, on_layer=hook)
-    return CompareReport(m.path, against, rows, input_info, rtol, atol,
+        m.run(feeds, cast=cast, on_layer=_openvino_hook(ov_vals, rec, openvino_precision))
+    return CompareReport(m.path, against, rec.rows, input_info, rtol, atol,
                          openvino_precision if against == "openvino" else None, notes)
+
+
+class _Recorder:
+    """Collects one LayerComparison per layer output, with the tolerance that applies to it."""
+
+    def __init__(self, outputs_of: Mapping[tuple[int, int], str], per_rtol: Mapping[tuple[int, int], float],
+                 per_atol: Mapping[tuple[int, int], float], rtol: float | None, atol: float | None):
+        self.outputs_of, self.per_rtol, self.per_atol, self.rtol, self.atol = outputs_of, per_rtol, per_atol, rtol, atol
+        self.rows: list[LayerComparison] = []
+
+    def row(self, node: Any, k: int, arr: np.ndarray, status: str, stats: ErrorStats | None = None,
+            note: str = "") -> None:
+        lay = node.layer
+        self.rows.append(LayerComparison(node.index, lay.id, lay.name, lay.type, lay.version, lay.line, k,
+                                         list(arr.shape), _etype(arr.dtype), status, stats, note,
+                                         self.outputs_of.get((node.index, k))))
+
+    def check(self, node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None,
+              note: str = "") -> None:
+        d_rtol, d_atol = default_tolerance(got.dtype, precision)
+        r = self.per_rtol.get((node.index, k), d_rtol if self.rtol is None else self.rtol)
+        a = self.per_atol.get((node.index, k), d_atol if self.atol is None else self.atol)
+        st = error_stats(got, exp, r, a)
+        self.row(node, k, got, "ok" if st.passed else "diverged", st, note)
+
+
+def _reference_hook(runner: ReferenceRunner, rec: _Recorder) -> Any:
+    """A layer hook comparing each layer with the float64 reference evaluator, fed irnorm's inputs."""
+    def hook(node: Any, outs: Any, _s: float) -> None:
+        ref, note = runner.step(node, outs)
+        if node.op_type == "Parameter":
+            return
+        for k, o in enumerate(outs):
+            if note:
+                rec.row(node, k, o, "skipped", note=note)
+            else:
+                rec.check(node, k, o, ref[k], None)
+
+    return hook
+
+
+def _openvino_hook(ov_vals: dict[tuple[str, int], Any], rec: _Recorder, precision: str) -> Any:
+    """A layer hook comparing each layer with OpenVINO's output of the same name (or saying why not)."""
+    def hook(node: Any, outs: Any, _s: float) -> None:
+        if node.op_type == "Parameter":
+            return
+        for k, o in enumerate(outs):
+            exp = ov_vals.get((node.layer.name, k))
+            if not isinstance(exp, str):
+                ov_vals.pop((node.layer.name, k), None)  # compared once: let it go
+            if isinstance(exp, str):
+                rec.row(node, k, o, "skipped", note=exp)
+            elif exp is None:
+                rec.row(node, k, o, "skipped", note="OpenVINO has no output for this layer")
+            else:
+                note = "" if exp.dtype == o.dtype else f"OpenVINO gives {_etype(exp.dtype)}"
+                rec.check(node, k, o, exp, precision, note)
+
+    return hook
 
 
 class ToleranceError(ValueError):
@@ -320,41 +333,10 @@ def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", c
     """Run `model`'s XML once on OpenVINO CPU with every layer irnorm executes added as an output.
     Returns ({(layer name, output index): array, or a str saying why there is none}, notes)."""
     ov = _import_openvino()
-    g = model.graph
     notes = [f"OpenVINO {ov.get_version().split('-')[0]}"]
     core = ov.Core()
-    weights = g.weights.path if g.weights is not None else None
-    try:
-        ovm = core.read_model(model.path, weights) if weights and os.path.exists(weights) else \
-            core.read_model(model.path)
-    except Exception as e:
-        ext = any(n.layer.version == "irnorm1" for n in g.nodes)
-        hint = " (irnorm1 layers are irnorm's own extension ops: use --against reference)" if ext else ""
-        raise OpenVINOFailure(f"OpenVINO cannot read {model.path}: {_first_line(e)}{hint}") from None
-    by_name: dict[str, list[Any]] = {}
-    for op in ovm.get_ordered_ops():
-        by_name.setdefault(op.get_friendly_name(), []).append(op)
-    name_count: dict[str, int] = {}
-    for n in g.nodes:
-        name_count[n.layer.name] = name_count.get(n.layer.name, 0) + 1
-    wanted: list[tuple[tuple[str, int], Any]] = []
-    missing: dict[tuple[str, int], Any] = {}
-    for n in g.nodes:
-        if n.op is None or n.op.type in ("Parameter", "Const", "Result"):
-            continue
-        if all(o is not None and o.value is not None for o in n.outputs):
-            continue  # folded at load time: not executed, not compared
-        name = n.layer.name
-        ops = by_name.get(name, [])
-        for k in range(len(n.outputs)):
-            if name_count[name] > 1 or len(ops) > 1:
-                missing[(name, k)] = "layer name is not unique in the IR"
-            elif not ops:
-                missing[(name, k)] = "no OpenVINO op has this name"
-            elif k >= ops[0].get_output_size():
-                missing[(name, k)] = f"the OpenVINO op has {ops[0].get_output_size()} output(s)"
-            else:
-                wanted.append(((name, k), ops[0].output(k)))
+    ovm = _read_openvino(core, model)
+    wanted, missing = _openvino_outputs(model, ovm)
     try:
         if wanted:
             ovm.add_outputs([o for _, o in wanted])
@@ -367,6 +349,57 @@ def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", c
         src = r.input_value(0)
         result_index.setdefault((src.get_node().get_friendly_name(), src.get_index()), i)
     req = compiled.create_infer_request()
+    try:
+        req.infer(_openvino_feeds(ov, compiled, model, feeds))
+    except Exception as e:
+        raise OpenVINOFailure(f"OpenVINO failed to run {model.path}: {_first_line(e)}") from None
+    out: dict[tuple[str, int], Any] = dict(missing)
+    for key, _o in wanted:
+        i = result_index.get(key)
+        out[key] = "OpenVINO did not expose this output" if i is None else _from_ov(req.get_output_tensor(i))
+    return out, notes
+
+
+def _read_openvino(core: Any, model: Any) -> Any:
+    g = model.graph
+    weights = g.weights.path if g.weights is not None else None
+    try:
+        return core.read_model(model.path, weights) if weights and os.path.exists(weights) else \
+            core.read_model(model.path)
+    except Exception as e:
+        ext = any(n.layer.version == "irnorm1" for n in g.nodes)
+        hint = " (irnorm1 layers are irnorm's own extension ops: use --against reference)" if ext else ""
+        raise OpenVINOFailure(f"OpenVINO cannot read {model.path}: {_first_line(e)}{hint}") from None
+
+
+def _openvino_outputs(model: Any, ovm: Any) -> tuple[list[tuple[tuple[str, int], Any]], dict[tuple[str, int], str]]:
+    """The OpenVINO output of every layer irnorm executes, matched by unique layer name; for the
+    ones that cannot be matched, why not."""
+    g = model.graph
+    by_name: dict[str, list[Any]] = {}
+    for op in ovm.get_ordered_ops():
+        by_name.setdefault(op.get_friendly_name(), []).append(op)
+    name_count: dict[str, int] = {}
+    for n in g.nodes:
+        name_count[n.layer.name] = name_count.get(n.layer.name, 0) + 1
+    wanted: list[tuple[tuple[str, int], Any]] = []
+    missing: dict[tuple[str, int], str] = {}
+    for n in model.layers_run:
+        name = n.layer.name
+        ops = by_name.get(name, [])
+        for k in range(len(n.outputs)):
+            if name_count[name] > 1 or len(ops) > 1:
+                missing[(name, k)] = "layer name is not unique in the IR"
+            elif not ops:
+                missing[(name, k)] = "no OpenVINO op has this name"
+            elif k >= ops[0].get_output_size():
+                missing[(name, k)] = f"the OpenVINO op has {ops[0].get_output_size()} output(s)"
+            else:
+                wanted.append(((name, k), ops[0].output(k)))
+    return wanted, missing
+
+
+def _openvino_feeds(ov: Any, compiled: Any, model: Any, feeds: Mapping[str, Any]) -> dict[Any, Any]:
     ov_feeds = {}
     for port in compiled.inputs:
         names = set(port.get_names())
@@ -375,18 +408,7 @@ def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", c
         if key is None:
             raise OpenVINOFailure(f"no input given for OpenVINO input {sorted(names)}")
         ov_feeds[port] = _to_ov(ov, np.asarray(feeds[key]), port)
-    try:
-        req.infer(ov_feeds)
-    except Exception as e:
-        raise OpenVINOFailure(f"OpenVINO failed to run {model.path}: {_first_line(e)}") from None
-    out: dict[tuple[str, int], Any] = dict(missing)
-    for key, _o in wanted:
-        i = result_index.get(key)
-        if i is None:
-            out[key] = "OpenVINO did not expose this output"
-            continue
-        out[key] = _from_ov(req.get_output_tensor(i))
-    return out, notes
+    return ov_feeds
 
 
 def _first_line(e: Exception) -> str:
