@@ -57,6 +57,8 @@ CODES: dict[str, str] = {
     "IRN064": "runtime shape rule violated (dynamic dims resolved to inconsistent sizes)",
     "IRN065": "out= array does not fit its output (unknown name, shape, dtype, read-only, overlapping)",
     "IRN066": "a layer named for capture or --dump is unknown, not run, or a Result",
+    # chunked runs (irnorm.dask)
+    "IRN070": "the model cannot be split along the batch axis: a layer mixes rows of axis 0 (irnorm.dask)",
     # warnings
     "IRN090": "dangling layer: no Result consumes it",
     "IRN091": "fp16-compressed weights (Const f16 + Convert decompression); outputs differ from an f32 original",
