@@ -33,8 +33,11 @@ def cli() -> None:
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @input_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save every output to this .npz.")
+@click.option("-o", "--output", type=click.Path(), help="Save every output to this .npz (or a .zarr group).")
 @max_memory_option
+@click.option("--workers", type=click.IntRange(min=1), help="zarr runs: a local Dask cluster of N worker processes.")
+@click.option("--scheduler", metavar="ADDRESS", help="zarr runs: the Dask scheduler to use (e.g. tcp://host:8786).")
+@click.option("--chunk", type=click.IntRange(min=1), metavar="ROWS", help="zarr runs: rows per chunk (~64 MiB).")
 @click.option("--compare", "compare_npz", type=click.Path(dir_okay=False), metavar="EXPECTED.npz",
               help="Check each output against this .npz (keyed by output name); exit 1 on a mismatch.")
 @click.option("--rtol", "rtol_items", multiple=True, metavar="R|NAME=R", help="Relative tolerance for --compare.")
@@ -47,15 +50,25 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...], seed: int,
         shape_items: tuple[tuple[str, list[int]], ...], range_items: tuple[tuple[str, tuple[float, float]], ...],
-        cast: bool, output: str | None, max_memory: int | None, compare_npz: str | None,
+        cast: bool, output: str | None, max_memory: int | None, workers: int | None, scheduler: str | None,
+        chunk: int | None, compare_npz: str | None,
         rtol_items: tuple[str, ...], atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...],
         profile: bool, as_json: bool, quiet: bool) -> None:
-    """Run MODEL and print each output's name, shape, dtype and statistics."""
+    """Run MODEL and print each output's name, shape, dtype and statistics.
+
+    With --inputs DATA.zarr -o OUT.zarr: run on Dask, chunk by chunk, resumably (irnorm.dask)."""
     import numpy as np
 
+    from .dask.command import run_command, wants_zarr
     from .workbench import commands as wb
     from .workbench.outputs import check_output_path, interruptible, save_npz, stats
 
+    if wants_zarr(inputs_npz, output) or workers or scheduler or chunk:
+        return run_command(model, weights, inputs_npz, output, workers=workers, scheduler=scheduler, chunk=chunk,
+                           max_memory=max_memory, quiet=quiet, as_json=as_json, other_options={
+                               "-i": bool(items), "--shape": bool(shape_items), "--value-range": bool(range_items),
+                               "--cast": cast, "--compare": bool(compare_npz), "--dump-dir": bool(dump_dir),
+                               "--profile": profile})
     if output:
         check_output_path(output)
     m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
