@@ -9,9 +9,12 @@ Every value in the checked graph gets a *state*:
 * ``Batch(k)``: the tensor carries the batch axis at position ``k`` -- slicing the inputs' rows
   ``S`` slices this tensor's axis ``k`` to ``S`` as well, and nothing else in it changes;
 * ``CONST``: does not depend on the inputs at all (a Const, a folded subgraph);
-* ``SHAPE``: depends on the inputs' *shapes* only (a ShapeOf subgraph left unfolded because the
-  batch dim is dynamic): its value changes with the chunk's row count, so it may steer a Reshape
-  or a Broadcast but never be mixed into data;
+* ``Shape(elems)``: depends on the inputs' *shapes* only (a ShapeOf subgraph left unfolded because
+  the batch dim is dynamic): its value changes with the chunk's row count, so it may steer a Reshape
+  but never be mixed into data.  Where it can, the analysis follows its elements symbolically
+  (``N`` for the chunk's row count, an int, or unknown) through Gather, Concat, Squeeze/Unsqueeze/
+  Reshape and Convert, so the exporters' ``Reshape(x, Concat(Gather(ShapeOf(x), 0), -1))`` is seen
+  to keep the rows;
 * ``Mixed(reason)``: an output that mixes rows (MaxPool-8's flat indices); refused if used.
 
 States start at the Parameters (``Batch(0)``) and flow in execution order through one rule per
@@ -49,7 +52,17 @@ class _Kind:
 
 
 CONST = _Kind("CONST")
-SHAPE = _Kind("SHAPE")
+
+N = "N"  # a Shape element equal to the chunk's number of rows
+Elem = int | str | None  # known int, N, or unknown
+
+
+@dataclass(frozen=True)
+class Shape:
+    elems: tuple[Elem, ...] | None = None  # a 0-D/1-D integer tensor's elements, if followed
+
+    def __repr__(self) -> str:
+        return f"SHAPE{list(self.elems) if self.elems is not None else ''}"
 
 
 @dataclass(frozen=True)
@@ -57,7 +70,7 @@ class Mixed:
     reason: str
 
 
-State = Batch | _Kind | Mixed
+State = Batch | _Kind | Shape | Mixed
 
 
 class Refuse(Exception):
@@ -258,8 +271,43 @@ def _reshape(node: Node, states: list[State], infos: list[TensorInfo]) -> list[S
                      f"dim, irnorm.dask cannot prove the rows stay apart")
     for j in range(len(dst)):
         if _prod(dst[:j]) == before and _prod(dst[j + 1:]) == after and dst[j] == src[k]:
+            return [Batch(j)]  # equal element counts around j, so dst[j] holds the rows
+    if node.layer.type == "Reshape":
+        j = _reshape_target(node, states[1], infos[1], src, k, before, after)
+        if j is not None:
             return [Batch(j)]
     raise Refuse(f"it reshapes {fmt_shape(src)} -> {fmt_shape(dst)}, merging or splitting the batch axis {k}")
+
+
+def _reshape_target(node: Node, state: State, info: TensorInfo, src: tuple[int, ...], k: int, before: int,
+                    after: int) -> int | None:
+    """A dynamic Reshape whose target's elements are followed: the target holds N (the chunk's rows,
+    or a 0 copying the batch dim under special_zero) once, static dims before it holding `before`
+    elements, and after it static dims (and at most one -1) holding `after`."""
+    tgt = _elems(state, info)
+    if tgt is None:
+        return None
+    zero = bool(node.attrs.get("special_zero", False))
+    dims: list[Elem] = []
+    for i, e in enumerate(tgt):
+        if e == 0 and zero:
+            e = N if i == k else (src[i] if i < len(src) and src[i] >= 0 else None)
+        dims.append(e)
+    js = [i for i, e in enumerate(dims) if e == N]
+    if len(js) != 1:
+        return None
+    j = js[0]
+    pre, post = dims[:j], dims[j + 1:]
+    if not all(isinstance(e, int) and e >= 0 for e in pre) or _prod(pre) != before:
+        return None
+    known = [e for e in post if isinstance(e, int) and e >= 0]
+    rest = [e for e in post if not (isinstance(e, int) and e >= 0)]
+    p = _prod(known)
+    if not rest and p == after:
+        return j
+    if rest == [-1] and p and after % p == 0:
+        return j
+    return None
 
 
 def _transpose(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
@@ -333,7 +381,39 @@ def _matmul(node: Node, states: list[State], infos: list[TensorInfo]) -> list[St
 
 
 def _shape_of(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
-    return [SHAPE]
+    k = states[0].axis
+    shape = infos[0].shape
+    if shape is None:
+        return [Shape()]
+    return [Shape(tuple(N if i == k else (int(d) if d >= 0 else None) for i, d in enumerate(shape)))]
+
+
+def _elems(state: State, info: TensorInfo) -> tuple[Elem, ...] | None:
+    if isinstance(state, Shape):
+        return state.elems
+    if info.value is not None and np.asarray(info.value).ndim <= 1 and np.asarray(info.value).dtype.kind in "iu":
+        return tuple(int(v) for v in np.asarray(info.value).reshape(-1))
+    return None
+
+
+def _follow_shape(node: Node, states: list[State], infos: list[TensorInfo]) -> Shape:
+    """A shape-only value's elements through the ops exporters use to build target shapes."""
+    t = node.layer.type
+    ins = [_elems(s, i) for s, i in zip(states, infos, strict=True)]
+    out = node.outputs[0]
+    try:
+        if t in ("Convert", "Squeeze", "Unsqueeze", "Reshape") and ins[0] is not None:
+            if out is not None and out.shape is not None and len(out.shape) <= 1:
+                return Shape(ins[0])
+        if t == "Gather" and ins[0] is not None and ins[1] is not None and ins[2] == (0,) \
+                and int(node.attrs.get("batch_dims", 0)) == 0:
+            n = len(ins[0])
+            return Shape(tuple(ins[0][i % n] for i in ins[1]))
+        if t == "Concat" and all(e is not None for e in ins) and int(node.attrs["axis"]) in (0, -1):
+            return Shape(tuple(e for es in ins for e in es))
+    except (TypeError, IndexError, ValueError, KeyError):
+        pass
+    return Shape()
 
 
 UNARY = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Ceiling", "Clamp", "Cos",
@@ -396,8 +476,10 @@ def _node_states(node: Node, states: list[State], infos: list[TensorInfo]) -> li
         if isinstance(s, Mixed):
             raise Refuse(f"input {i} mixes rows: {s.reason}")
     if not any(isinstance(s, Batch) for s in states):
-        # no row data flows in: the value depends on constants (CONST) or on shapes only (SHAPE)
-        return [SHAPE if any(s is SHAPE for s in states) else CONST] * len(node.outputs)
+        # no row data flows in: the value depends on constants (CONST) or on shapes only (Shape)
+        if not any(isinstance(s, Shape) for s in states):
+            return [CONST] * len(node.outputs)
+        return [_follow_shape(node, states, infos)] * len(node.outputs)
     rule = RULES.get(node.layer.type)
     if rule is None:
         raise Refuse(f"irnorm.dask does not know how {node.layer.type} treats the batch axis")
