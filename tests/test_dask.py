@@ -324,7 +324,7 @@ def cluster():
     from distributed import Client, LocalCluster
 
     c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=MEMORY_LIMIT,
-                     dashboard_address=None, silence_logs=logging.ERROR)
+                     dashboard_address=":0", silence_logs=logging.ERROR)
     client = Client(c)
     yield c, client
     client.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -109,6 +110,33 @@ def get_model(key: ModelKey) -> Model:
     return m
 
 
+_malloc_tuned = False
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def keep_large_blocks(limit: int = 1 << 30) -> bool:
+    """glibc only, once per process: serve allocations up to `limit` bytes from the heap and keep freed
+    memory for reuse, instead of mapping and unmapping every block over 32 MiB.  A zarr run allocates
+    several chunk-sized buffers per chunk (the bytes read, the decoded array, the output, the encoded
+    bytes); fresh mappings cost a page fault and a zeroed page every 4 KiB, which was most of a 64 MiB
+    chunk's time.  The heap then holds about one chunk's working set between chunks.  Turned off by
+    ``IRNORM_DASK_MALLOC=default``.  Returns whether the setting was applied."""
+    global _malloc_tuned
+    if _malloc_tuned:
+        return True
+    if os.environ.get("IRNORM_DASK_MALLOC", "") == "default" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        ok = bool(libc.mallopt(M_MMAP_THRESHOLD, int(limit))) and bool(libc.mallopt(M_TRIM_THRESHOLD, int(limit)))
+    except (OSError, AttributeError):  # not glibc
+        return False
+    _malloc_tuned = ok
+    return ok
+
+
 def set_kernel_threads(n: int | None) -> None:
     """Numba threads for this thread's kernels: Dask provides the parallelism across chunks, so a
     task's kernels run on `n` threads (1 by default) instead of every core."""
@@ -132,3 +160,12 @@ def run_chunk(key: ModelKey, names: Sequence[str], threads: int | None, *blocks:
                 "IRN070", f"output '{spec.name}' has shape {list(y.shape)} for a chunk of {rows} rows: the model "
                           f"does not keep the batch axis first", file=key.xml))
     return result
+
+
+def warm_up(key: ModelKey, threads: int | None = 1) -> None:
+    """Load the model into this process's cache and run it once on one row of zeros, so that the
+    first chunk does not pay for loading the model or Numba's compiled kernels.  On a cluster:
+    ``client.run(warm_up, key)`` (``key = irnorm.dask.worker.model_key(path)``)."""
+    model = get_model(key)
+    set_kernel_threads(threads)
+    model.run({s.name: np.zeros(tuple(1 if d < 0 else d for d in s.shape), s.dtype) for s in model.inputs})

@@ -17,8 +17,9 @@
   same model, inputs and chunking computes only the chunks without a marker (a chunk cut short by
   an interruption has none, and is redone whole); the chunks already written are not touched.  An
   output group written by a different run is refused (IRN065) rather than mixed.
-* Schedulers: in-process threads (default), a ``distributed.LocalCluster`` of `workers` processes
-  (one thread each), or an existing scheduler at `scheduler` (its workers must see the same paths).
+* Schedulers: a ``distributed.LocalCluster`` of `workers` processes (one thread each), or the
+  scheduler at `scheduler` (an address, or a ``distributed.Client``; its workers must see the same
+  paths), else the process's default ``distributed.Client`` if there is one, else in-process threads.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 from ..errors import Diagnostic, InputError
 from .plan import check_chunks, check_input, check_rows, output_shapes, plan_model
-from .worker import ModelKey, run_chunk
+from .worker import ModelKey, keep_large_blocks, run_chunk
 
 DONE = "irnorm_done"  # per-chunk markers in the output group
 RUN_ATTR = "irnorm_run"  # what the output group holds (checked when resuming)
@@ -102,6 +103,7 @@ def process_chunk(key: ModelKey, threads: int | None, token: str, in_store: str,
                   names: Sequence[str], out_store: str, out_paths: Sequence[str], i: int, chunk_rows: int,
                   rows: int) -> int:
     """One chunk: read rows [i*R, (i+1)*R) of every input, run, write every output, then the marker."""
+    keep_large_blocks()
     lo, hi = i * chunk_rows, min(rows, (i + 1) * chunk_rows)
     blocks = [np.asarray(_open(in_store, p, token, "r")[lo:hi]) for p in in_paths]
     outs = run_chunk(key, names, threads, *blocks)
@@ -193,7 +195,7 @@ def _prepare_output(path: str, record: dict, shapes: dict[str, tuple[int, ...]],
 
 def run_zarr(model: str | os.PathLike | Any, inputs: str | os.PathLike, output: str | os.PathLike, *,
              weights: str | os.PathLike | None = None, chunk_rows: int | None = None, workers: int | None = None,
-             scheduler: str | None = None, kernel_threads: int | None = 1, max_memory: int | None = None,
+             scheduler: str | Any | None = None, kernel_threads: int | None = 1, max_memory: int | None = None,
              progress: bool = False, on_plan: Callable[[ZarrRun], None] | None = None) -> ZarrRun:
     """Run `model` over the zarr group `inputs` into the zarr group `output` (see the module notes).
     `on_plan(run)` is called once the checks pass, before any chunk is computed."""
@@ -251,7 +253,7 @@ def run_zarr(model: str | os.PathLike | Any, inputs: str | os.PathLike, output: 
 
 def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[str], names: list[str], out_path: str,
              out_arrays: list[str], todo: list[int], chunk_rows: int, rows: int, workers: int | None,
-             scheduler: str | None, progress: bool) -> list[int]:
+             scheduler: str | Any | None, progress: bool) -> list[int]:
     import dask
     from dask.base import tokenize
 
@@ -260,20 +262,23 @@ def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[s
     tasks = [task(key, threads, token, in_path, in_arrays, names, out_path, out_arrays, i, chunk_rows, rows,
                   dask_key_name=f"irnorm-chunk-{token}-{i}") for i in todo]
     if workers is None and scheduler is None:
-        if progress:
-            from dask.diagnostics import ProgressBar
+        scheduler = _default_client()
+        if scheduler is None:
+            if progress:
+                from dask.diagnostics import ProgressBar
 
-            with ProgressBar():
-                return list(dask.compute(*tasks, scheduler="threads"))
-        return list(dask.compute(*tasks, scheduler="threads"))
+                with ProgressBar():
+                    return list(dask.compute(*tasks, scheduler="threads"))
+            return list(dask.compute(*tasks, scheduler="threads"))
     from distributed import Client, LocalCluster
     from distributed import progress as dist_progress
 
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
-    client = Client(cluster if cluster is not None else scheduler)
+    own = cluster is not None or isinstance(scheduler, str)
+    client = Client(cluster if cluster is not None else scheduler, set_as_default=False) if own else scheduler
     futures = []
     try:
         futures = client.compute(tasks)
@@ -284,6 +289,17 @@ def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[s
         client.cancel(futures)
         raise
     finally:
-        client.close()
+        if own:
+            client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _default_client() -> Any:
+    """The process's default distributed.Client, if there is one (Dask's own convention)."""
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None

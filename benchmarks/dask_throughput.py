@@ -1,0 +1,197 @@
+"""Rows per second through irnorm.dask, zarr on disk to zarr on disk, against a plain loop.
+
+    python benchmarks/dask_throughput.py [--quick] [--rounds N] [--chunk-mib 64] [--data-mib 1024]
+                                         [--dir DIR] [--markdown out.md]
+
+Workloads (models written by ``openvino.save_model``, dynamic batch dim):
+  emb  NormalizeL2 over axis 1 of [N, 384] f32 embeddings (1536 bytes a row)
+  gn   GroupNormalization G=8 over [N, 32, 16, 16] f32 (32 KiB a row)
+
+Each workload's input is one uncompressed zarr array on disk, chunked like the run (--chunk-mib of
+input per chunk, 64 MiB by default); outputs are written to a fresh zarr group each time (stored
+like the inputs).  Contenders, each over exactly the same chunks:
+  plain loop      one process: for each chunk, read it, ``model.run``, write it (Numba 1 thread; the
+                  same malloc setting as the zarr path's tasks, irnorm.dask.worker.keep_large_blocks)
+  plain loop x2   the same with 2 Numba threads per kernel (the default outside Dask)
+  dask threads    ``irnorm.dask.run_zarr`` on Dask's threaded scheduler (2 threads, 1 Numba thread each)
+  dask 1 worker   ``run_zarr`` on a LocalCluster of 1 worker process (1 thread)
+  dask 2 workers  ``run_zarr`` on a LocalCluster of 2 worker processes (1 thread each)
+Clusters are started, and the model loaded in every worker (a one-chunk warm-up run), before the
+clock starts: the times are steady-state throughput; cluster start-up is reported on its own.
+Rounds interleave the contenders; the best round counts (the machine is shared).  Reported per
+contender: seconds, rows/s, MiB/s of input, speed-up over 1 worker, and the dask path's overhead
+per chunk against the plain loop.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+
+import argparse  # noqa: E402
+import logging  # noqa: E402
+import platform  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import irnorm  # noqa: E402
+import irnorm.dask  # noqa: E402
+from irnorm.dask.worker import keep_large_blocks, model_key, set_kernel_threads, warm_up  # noqa: E402
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def build_models(d: Path) -> dict[str, tuple[Path, tuple[int, ...]]]:
+    import openvino as ov
+    import openvino.opset12 as op
+
+    x = op.parameter([-1, 384], np.float32, name="x")
+    y = op.normalize_l2(x, op.constant(np.array([1], np.int64)), 1e-12, "add")
+    y.output(0).set_names({"y"})
+    ov.save_model(ov.Model([y], [x], "emb"), str(d / "emb.xml"))
+    rng = np.random.default_rng(1)
+    x = op.parameter([-1, 32, 16, 16], np.float32, name="x")
+    y = op.group_normalization(x, op.constant(rng.uniform(0.5, 1.5, 32).astype(np.float32)),
+                               op.constant(rng.uniform(-0.5, 0.5, 32).astype(np.float32)), 8, 1e-5)
+    y.output(0).set_names({"y"})
+    ov.save_model(ov.Model([y], [x], "gn"), str(d / "gn.xml"))
+    return {"emb": (d / "emb.xml", (384,)), "gn": (d / "gn.xml", (32, 16, 16))}
+
+
+def write_input(path: Path, rows: int, inner: tuple[int, ...], chunk_rows: int) -> None:
+    import zarr
+
+    g = zarr.open_group(str(path), mode="w")
+    a = g.create_array("x", shape=(rows,) + inner, chunks=(chunk_rows,) + inner, dtype="f4", compressors=None)
+    rng = np.random.default_rng(0)
+    for lo in range(0, rows, chunk_rows):
+        n = min(chunk_rows, rows - lo)
+        a[lo:lo + n] = rng.standard_normal((n,) + inner, dtype=np.float32)
+
+
+def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int) -> None:
+    """The same chunks in one process, no Dask: read, run, write."""
+    import zarr
+
+    keep_large_blocks()  # the process setting the zarr path's tasks make (irnorm.dask.worker)
+    m = irnorm.load(xml)
+    x = zarr.open_group(str(inp), mode="r")["x"]
+    g = zarr.open_group(str(out), mode="w")
+    y = g.create_array("y", shape=x.shape, chunks=x.chunks, dtype=x.dtype, compressors=None)
+    set_kernel_threads(threads)
+    for lo in range(0, x.shape[0], chunk_rows):
+        y[lo:lo + chunk_rows] = m.run({"x": x[lo:lo + chunk_rows]})["y"]
+
+
+def contenders_for(xml: Path, inp: Path, chunk_rows: int, clusters: dict) -> dict:
+    def dask_on(client):
+        return lambda o: irnorm.dask.run_zarr(xml, inp, o, chunk_rows=chunk_rows, scheduler=client)
+
+    return {
+        "plain loop": lambda o: plain_loop(xml, inp, o, chunk_rows, 1),
+        "plain loop x2": lambda o: plain_loop(xml, inp, o, chunk_rows, 2),
+        "dask threads": lambda o: irnorm.dask.run_zarr(xml, inp, o, chunk_rows=chunk_rows),
+        "dask 1 worker": dask_on(clusters[1][1]),
+        "dask 2 workers": dask_on(clusters[2][1]),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small data, 1 round (a smoke run)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--chunk-mib", type=float, default=64)
+    ap.add_argument("--data-mib", type=float, default=1024)
+    ap.add_argument("--dir", help="where the zarr stores go (default: a temporary directory)")
+    ap.add_argument("--markdown", help="also write the table here")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.chunk_mib, args.data_mib = 1, 4, 32
+    from distributed import Client, LocalCluster
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    base = Path(args.dir or tempfile.mkdtemp(prefix="irnorm-dask-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    models = build_models(base)
+    t = time.perf_counter()
+    clusters = {}
+    for n in (1, 2):
+        c = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                         silence_logs=logging.ERROR)
+        clusters[n] = (c, Client(c, set_as_default=False))
+    startup = time.perf_counter() - t
+    lines = [f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); irnorm {irnorm.__version__}; "
+             f"chunks of {args.chunk_mib:g} MiB, {args.data_mib:g} MiB of input per workload; best of "
+             f"{args.rounds} round(s); 2 LocalClusters started in {startup:.1f} s (not in the times)", ""]
+    header = ("| workload | contender | chunks | seconds | rows/s | input MiB/s | vs 1 worker "
+              "| overhead/chunk vs plain |")
+    lines += [header, "|---|---|---|---|---|---|---|---|"]
+    try:
+        for key, (xml, inner) in models.items():
+            row_bytes = 4 * int(np.prod(inner))
+            chunk_rows = max(1, int(args.chunk_mib * (1 << 20)) // row_bytes)
+            rows = max(chunk_rows, int(args.data_mib * (1 << 20)) // row_bytes // chunk_rows * chunk_rows)
+            nchunks = -(-rows // chunk_rows)
+            inp, warm = base / f"{key}_in.zarr", base / f"{key}_warm.zarr"
+            write_input(inp, rows, inner, chunk_rows)
+            write_input(warm, min(rows, 256), inner, chunk_rows)
+            key_ = model_key(xml)
+            for _, client in clusters.values():  # the model and its kernels loaded in every worker
+                client.run(warm_up, key_)
+            warm_up(key_)
+            plain_loop(xml, warm, base / "warm_out.zarr", chunk_rows, 1)
+            contenders = contenders_for(xml, inp, chunk_rows, clusters)
+            best = {k: float("inf") for k in contenders}
+            for r in range(args.rounds):
+                order = list(contenders)
+                order = order[r % len(order):] + order[:r % len(order)]
+                for k in order:
+                    out = base / f"{key}_out.zarr"
+                    shutil.rmtree(out, ignore_errors=True)
+                    t0 = time.perf_counter()
+                    contenders[k](out)
+                    best[k] = min(best[k], time.perf_counter() - t0)
+                    shutil.rmtree(out, ignore_errors=True)
+            mib = rows * row_bytes / (1 << 20)
+            for k, s in best.items():
+                vs1 = f"{best['dask 1 worker'] / s:.2f}x" if k.startswith("dask") else ""
+                over = ""
+                if k.startswith("dask"):
+                    d = (s - best["plain loop"]) / nchunks * 1e3
+                    over = f"{d:+.1f} ms ({(s / best['plain loop'] - 1) * 100:+.1f}%)"
+                lines.append(f"| {key} {list((rows,) + inner)} | {k} | {nchunks} | {s:.2f} | {rows / s:,.0f} | "
+                             f"{mib / s:,.0f} | {vs1} | {over} |")
+            print("\n".join(lines[-len(best):]), flush=True)
+            for p in (inp, warm, base / "warm_out.zarr"):
+                shutil.rmtree(p, ignore_errors=True)
+    finally:
+        for c, client in clusters.values():
+            client.close()
+            c.close()
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    text = "\n".join(lines)
+    print()
+    print(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
