@@ -146,11 +146,11 @@ def test_run_equals_single_process_bit_for_bit(models, name):
 def test_run_with_a_loaded_model_and_aliases_and_numpy(models):
     m = irnorm.load(models["l2"])
     x = _data((23, 384), 5)
-    loads = worker.loads
+    loads = sum(worker.loads.values())
     y = irnorm.dask.run(m, {"x": da.from_array(x, chunks=(6, 100))})["y"]  # chunks along axis 1 are merged
     assert y.chunks == ((6, 6, 6, 5), (384,))
     assert _same_bits(y.compute(), m.run({"x": x})["y"])
-    assert worker.loads == loads  # the threaded scheduler reused the model passed in
+    assert sum(worker.loads.values()) == loads  # the threaded scheduler reused the model passed in
     z = irnorm.dask.run(models["l2"], {"x": x})["y"]  # a NumPy array: one chunk
     assert z.numblocks == (1, 1) and _same_bits(z.compute(), m.run({"x": x})["y"])
 
@@ -256,6 +256,11 @@ def test_cli_zarr_run_and_input_errors(models, tmp_path, capsys):
         assert g[k].chunks == (12, 6, 16)
         assert _same_bits(g[k][:], expected[k])
     assert g[DONE][:].tolist() == [1] * 5
+    # the same on a LocalCluster of 2 worker processes
+    assert _cli("run", models["ln"], "--inputs", inp, "-o", tmp_path / "out2.zarr", "--chunk", 7, "--workers", 2) == 0
+    assert "computed 8 chunk(s)" in capsys.readouterr().out
+    g2 = zarr.open_group(str(tmp_path / "out2.zarr"), mode="r")
+    assert all(_same_bits(g2[k][:], expected[k]) for k in expected)
     # again: nothing left to compute
     assert _cli("run", models["ln"], "--inputs", inp, "-o", out, "--chunk", 12) == 0
     assert "computed 0 chunk(s), 5 already written" in capsys.readouterr().out
@@ -354,8 +359,22 @@ def test_cluster_processes_data_several_times_its_memory_limit(models, tmp_path,
                              scheduler=c.scheduler_address)
     assert len(r.computed) == r.chunks == rows // chunk
     assert client.run(os.getpid) == pids, "a worker was restarted"
-    assert set(client.run(lambda: worker.loads).values()) == {1}, "each worker loads the model once"
+    key = worker.model_key(models["l2"])
+    assert set(client.run(lambda: worker.loads[key]).values()) == {1}, "each worker loads the model once"
     _check_zarr(models["l2"], tmp_path / "in.zarr", tmp_path / "out.zarr", "y", 100_000)
+
+
+def test_run_arrays_on_the_cluster(models, cluster):
+    c, client = cluster
+    feeds = _inputs("ln", rows=600, seed=4)
+    x = da.from_array(feeds["x"], chunks=(50, 6, 16))
+    out = irnorm.dask.run(models["ln"], {"x": x})
+    got = client.compute(out, sync=True)
+    expected = irnorm.load(models["ln"]).run(feeds)
+    assert all(_same_bits(got[k], expected[k]) for k in expected)
+    key = worker.model_key(models["ln"])
+    counts = client.run(lambda: worker.loads[key])
+    assert max(counts.values()) == 1 and sum(counts.values()) >= 1, counts
 
 
 def test_cluster_survives_a_worker_killed_mid_run(models, tmp_path, cluster):

@@ -13,7 +13,7 @@ import hashlib
 import os
 import sys
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -73,7 +73,7 @@ def model_key(xml: str | os.PathLike, weights: str | os.PathLike | None = None,
 
 _cache: OrderedDict[ModelKey, Model] = OrderedDict()
 _lock = threading.Lock()
-loads = 0  # models loaded by this process (tests check that a worker loads a model once)
+loads: Counter[ModelKey] = Counter()  # loads per model in this process (a worker loads a model once)
 
 
 def remember(key: ModelKey, model: Model) -> None:
@@ -88,7 +88,6 @@ def remember(key: ModelKey, model: Model) -> None:
 
 def get_model(key: ModelKey) -> Model:
     """The model for `key`, loaded at most once per process."""
-    global loads
     m = _cache.get(key)
     if m is not None:
         return m
@@ -105,7 +104,7 @@ def get_model(key: ModelKey) -> Model:
         from ..api import load
 
         m = load(key.xml, key.weights, max_memory=key.max_memory)
-        loads += 1
+        loads[key] += 1
     remember(key, m)
     return m
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -267,11 +268,11 @@ def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[s
             if progress:
                 from dask.diagnostics import ProgressBar
 
-                with ProgressBar():
+                with ProgressBar(out=sys.stderr):
                     return list(dask.compute(*tasks, scheduler="threads"))
             return list(dask.compute(*tasks, scheduler="threads"))
     from distributed import Client, LocalCluster
-    from distributed import progress as dist_progress
+    from distributed.diagnostics.progressbar import TextProgressBar
 
     cluster = None
     if scheduler is None:
@@ -282,8 +283,8 @@ def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[s
     futures = []
     try:
         futures = client.compute(tasks)
-        if progress:
-            dist_progress(futures)
+        if progress:  # a text bar on the terminal, until every chunk is done
+            TextProgressBar(futures, scheduler=client.scheduler.address, complete=True)
         return list(client.gather(futures))
     except BaseException:
         client.cancel(futures)
