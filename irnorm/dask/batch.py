@@ -503,8 +503,15 @@ def analyze(graph: Graph) -> BatchPlan:
     diags: list[Diagnostic] = []
     poisoned: set[int] = set()
     params = set(graph.parameters)
+    live: set[int] = set()  # what the outputs depend on: a dangling layer never runs
+    stack = list(graph.results)
+    while stack:
+        i = stack.pop()
+        if i not in live:
+            live.add(i)
+            stack.extend(s[0] for s in graph.nodes[i].sources if s is not None)
     for node in graph.nodes:
-        if node.op is None:
+        if node.op is None or (node.index not in live and node.index not in params):
             continue
         srcs = [s for s in node.sources if s is not None]
         infos = [graph.nodes[s[0]].outputs[s[1]] for s in srcs]
