@@ -20,7 +20,9 @@ Clusters are started, and the model loaded in every worker (a one-chunk warm-up 
 clock starts: the times are steady-state throughput; cluster start-up is reported on its own.
 Rounds interleave the contenders; the best round counts (the machine is shared).  Reported per
 contender: seconds, rows/s, MiB/s of input, speed-up over 1 worker, and the dask path's overhead
-per chunk against the plain loop.
+per chunk against the plain loop.  "CPU s" is the user + system time of every process involved
+(this one and the workers; the best round's): unlike seconds, it does not depend on what else runs
+on the machine.
 """
 
 from __future__ import annotations
@@ -99,6 +101,17 @@ def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int) -
         y[lo:lo + chunk_rows] = m.run({"x": x[lo:lo + chunk_rows]})["y"]
 
 
+def _process_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def cpu_seconds(client) -> float:
+    """CPU time (user + system) of this process, plus the workers' when a cluster is used."""
+    own = _process_cpu()
+    return own if client is None else own + sum(client.run(_process_cpu).values())
+
+
 def contenders_for(xml: Path, inp: Path, chunk_rows: int, clusters: dict) -> dict:
     def dask_on(client):
         return lambda o: irnorm.dask.run_zarr(xml, inp, o, chunk_rows=chunk_rows, scheduler=client)
@@ -139,9 +152,10 @@ def main() -> None:
     lines = [f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); irnorm {irnorm.__version__}; "
              f"chunks of {args.chunk_mib:g} MiB, {args.data_mib:g} MiB of input per workload; best of "
              f"{args.rounds} round(s); 2 LocalClusters started in {startup:.1f} s (not in the times)", ""]
-    header = ("| workload | contender | chunks | seconds | rows/s | input MiB/s | vs 1 worker "
+    header = ("| workload | contender | chunks | seconds | rows/s | input MiB/s | CPU s | vs 1 worker "
               "| overhead/chunk vs plain |")
-    lines += [header, "|---|---|---|---|---|---|---|---|"]
+    lines += [header, "|---|---|---|---|---|---|---|---|---|"]
+    load0 = os.getloadavg()[0]
     try:
         for key, (xml, inner) in models.items():
             row_bytes = 4 * int(np.prod(inner))
@@ -158,15 +172,19 @@ def main() -> None:
             plain_loop(xml, warm, base / "warm_out.zarr", chunk_rows, 1)
             contenders = contenders_for(xml, inp, chunk_rows, clusters)
             best = {k: float("inf") for k in contenders}
+            cpu = {k: float("inf") for k in contenders}
             for r in range(args.rounds):
                 order = list(contenders)
                 order = order[r % len(order):] + order[:r % len(order)]
                 for k in order:
                     out = base / f"{key}_out.zarr"
                     shutil.rmtree(out, ignore_errors=True)
+                    workers = clusters[2 if "2" in k else 1][1] if "worker" in k else None
+                    c0 = cpu_seconds(workers)
                     t0 = time.perf_counter()
                     contenders[k](out)
                     best[k] = min(best[k], time.perf_counter() - t0)
+                    cpu[k] = min(cpu[k], cpu_seconds(workers) - c0)
                     shutil.rmtree(out, ignore_errors=True)
             mib = rows * row_bytes / (1 << 20)
             for k, s in best.items():
@@ -176,7 +194,7 @@ def main() -> None:
                     d = (s - best["plain loop"]) / nchunks * 1e3
                     over = f"{d:+.1f} ms ({(s / best['plain loop'] - 1) * 100:+.1f}%)"
                 lines.append(f"| {key} {list((rows,) + inner)} | {k} | {nchunks} | {s:.2f} | {rows / s:,.0f} | "
-                             f"{mib / s:,.0f} | {vs1} | {over} |")
+                             f"{mib / s:,.0f} | {cpu[k]:.2f} | {vs1} | {over} |")
             print("\n".join(lines[-len(best):]), flush=True)
             for p in (inp, warm, base / "warm_out.zarr"):
                 shutil.rmtree(p, ignore_errors=True)
@@ -186,6 +204,7 @@ def main() -> None:
             c.close()
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
+    lines[0] += f"; load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     text = "\n".join(lines)
     print()
     print(text)

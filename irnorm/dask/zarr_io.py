@@ -298,6 +298,8 @@ def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[s
 
 def _default_client() -> Any:
     """The process's default distributed.Client, if there is one (Dask's own convention)."""
+    if "distributed" not in sys.modules:  # no client without it; importing it costs 0.3 s
+        return None
     try:
         from distributed import default_client
 
