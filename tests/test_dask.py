@@ -89,14 +89,28 @@ def reshape_shapeof(d: Path) -> Path:
     return _model([y], [x, b], d, "rs")
 
 
+def mixed_ops(d: Path) -> Path:
+    """Unsqueeze, ReduceMean over a non-batch axis, Squeeze, BatchNormInference, Exp: rows stay apart."""
+    rng = np.random.default_rng(3)
+    x = op.parameter([-1, 4, 8], np.float32, name="x")
+    u = op.unsqueeze(x, _const(np.array([1], np.int64)))
+    r = op.reduce_mean(u, _const(np.array([3], np.int64)), False)
+    q = op.squeeze(r, _const(np.array([1], np.int64)))
+    p = [_const(v.astype(np.float32)) for v in (rng.uniform(0.5, 2, 4), rng.standard_normal(4),
+                                                  rng.standard_normal(4), rng.uniform(0.5, 2, 4))]
+    bn = op.batch_norm_inference(q, *p, 1e-5)
+    y = _named(op.exp(op.multiply(bn, _const(np.float32(0.1)))), "y")
+    return _model([y], [x], d, "mix")
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("dask_models")
     return {"l2": l2norm(d, 384), "l2s": l2norm(d, 64, "l2s"), "gn": groupnorm(d), "ln": layernorm(d),
-            "rs": reshape_shapeof(d)}
+            "rs": reshape_shapeof(d), "mix": mixed_ops(d)}
 
 
-SHAPES = {"l2": (40, 384), "gn": (40, 8, 5, 3), "ln": (40, 6, 16), "rs": (40, 4, 8)}
+SHAPES = {"l2": (40, 384), "gn": (40, 8, 5, 3), "ln": (40, 6, 16), "rs": (40, 4, 8), "mix": (40, 4, 8)}
 
 
 def _data(shape, seed=0, dtype=np.float32):
@@ -125,7 +139,7 @@ def _inputs(name: str, rows: int = 40, seed: int = 0) -> dict[str, np.ndarray]:
 CHUNKINGS = {"one chunk": 40, "uneven": (5, 20, 12, 3), "many": 3, "rows of one": 1}
 
 
-@pytest.mark.parametrize("name", ["l2", "gn", "ln", "rs"])
+@pytest.mark.parametrize("name", ["l2", "gn", "ln", "rs", "mix"])
 def test_run_equals_single_process_bit_for_bit(models, name):
     xml = models[name]
     feeds = _inputs(name)

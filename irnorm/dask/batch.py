@@ -195,8 +195,12 @@ def _reduces(axes_of: Callable[[Node, list[TensorInfo], int], set[int]], *, keep
 
 def _per_sample(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
     """Operations defined per sample of an [N, C, ...] input (GroupNormalization, BatchNormInference,
-    pooling, convolution): the batch axis must be axis 0; the other inputs must be constants."""
-    k = _one_batch(states, [0])
+    pooling, convolution): the batch axis must be axis 0; the other inputs must be constants.  (The
+    data is whichever input carries the batch axis: BatchNormInference-1 takes it third.)"""
+    data = [i for i, st in enumerate(states) if isinstance(st, Batch)]
+    if len(data) != 1:
+        raise Refuse(f"inputs {data} all carry the batch axis; only the data may")
+    k = _one_batch(states, data)
     _at_front(k, node.layer.type)
     return [Batch(0)] * len(node.outputs)
 
