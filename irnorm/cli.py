@@ -14,7 +14,7 @@ import click
 
 from . import __version__
 from .errors import MAX_LISTED, IrnormError
-from .workbench.args import input_options, load_and_feed, max_memory_option
+from .workbench.args import fuse_option, input_options, load_and_feed, max_memory_option
 from .workbench.commands import COMMANDS
 
 EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPT = 1, 2, 3, 130
@@ -35,6 +35,7 @@ def cli() -> None:
 @input_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save every output to this .npz.")
 @max_memory_option
+@fuse_option
 @click.option("--compare", "compare_npz", type=click.Path(dir_okay=False), metavar="EXPECTED.npz",
               help="Check each output against this .npz (keyed by output name); exit 1 on a mismatch.")
 @click.option("--rtol", "rtol_items", multiple=True, metavar="R|NAME=R", help="Relative tolerance for --compare.")
@@ -47,7 +48,7 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...], seed: int,
         shape_items: tuple[tuple[str, list[int]], ...], range_items: tuple[tuple[str, tuple[float, float]], ...],
-        cast: bool, output: str | None, max_memory: int | None, compare_npz: str | None,
+        cast: bool, output: str | None, max_memory: int | None, no_fuse: bool, compare_npz: str | None,
         rtol_items: tuple[str, ...], atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...],
         profile: bool, as_json: bool, quiet: bool) -> None:
     """Run MODEL and print each output's name, shape, dtype and statistics."""
@@ -59,7 +60,7 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
     if output:
         check_output_path(output)
     m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
-                             max_memory)
+                             max_memory, fuse=not no_fuse)
     for d in m.diagnostics:
         if d.severity == "warning" and d.code != "IRN091" and not quiet and not as_json:
             _err(d.format())

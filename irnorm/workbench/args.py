@@ -104,6 +104,11 @@ def input_options(f: Any) -> Any:
     ], f)
 
 
+def fuse_option(f: Any) -> Any:
+    return click.option("--no-fuse", "no_fuse", is_flag=True,
+                        help="Run every layer on its own (no planner fusions; for debugging).")(f)
+
+
 def max_memory_option(f: Any) -> Any:
     return click.option("--max-memory", type=Size(), default=None,
                         help="Refuse plans needing more than this (e.g. 2G; default 3/4 of RAM).")(f)
@@ -112,7 +117,7 @@ def max_memory_option(f: Any) -> Any:
 def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...],
                   seed: int, shape_items: tuple[tuple[str, list[int]], ...],
                   range_items: tuple[tuple[str, tuple[float, float]], ...], quiet: bool,
-                  max_memory: int | None = None) -> tuple[Any, dict[str, Any]]:
+                  max_memory: int | None = None, fuse: bool = True) -> tuple[Any, dict[str, Any]]:
     """Load MODEL and gather its inputs from the shared input options (random ones are announced on
     stderr unless `quiet`).  --shape and --value-range must name model inputs, and apply to random
     inputs only."""
@@ -122,7 +127,7 @@ def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items
     if (shape_items or range_items) and (inputs_npz or items):
         which = "--shape" if shape_items else "--value-range"
         raise click.UsageError(f"{which} applies to random inputs only; it cannot be combined with --inputs/-i")
-    m = load(model, weights, max_memory=max_memory)
+    m = load(model, weights, max_memory=max_memory, fuse=fuse)
     shapes, ranges = dict(shape_items), dict(range_items)
     known = {n for s in m.inputs for n in s.names}
     for opt, keyed in (("--shape", shapes), ("--value-range", ranges)):

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ..errors import Diagnostic, InputError
-from .args import input_options, load_and_feed, parse_tol
+from .args import fuse_option, input_options, load_and_feed, parse_tol
 
 EXIT_FAIL = 1
 
@@ -224,17 +224,20 @@ def _colour_table(text: str) -> str:
               help="Run for this many seconds instead of a count.")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Warm-up runs (untimed).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (default: all).")
+@fuse_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the result line.")
 def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
               shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, runs: int | None,
-              seconds: float | None, warmup: int, threads: int | None, as_json: bool, quiet: bool) -> None:
+              seconds: float | None, warmup: int, threads: int | None, no_fuse: bool, as_json: bool,
+              quiet: bool) -> None:
     """Benchmark MODEL: warm-up, then timed runs; latency min/median/p90/p99 and throughput."""
     from .bench import bench
 
     if runs is not None and seconds is not None:
         raise click.UsageError("give either -n/--runs or -t/--time, not both")
-    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
+                             fuse=not no_fuse)
     show = not quiet and not as_json and _stderr_tty()
     progress = _Progress(runs, seconds) if show else None
     try:
