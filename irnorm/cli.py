@@ -6,7 +6,6 @@ Exit codes: 0 ok, 1 model / data / comparison failure, 2 usage error,
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -55,7 +54,8 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
     import numpy as np
 
     from .workbench import commands as wb
-    from .workbench.outputs import check_output_path, interruptible, save_npz, stats
+    from .workbench.jsonout import dumps, element_type
+    from .workbench.outputs import check_output_path, interruptible, save_npz, stats, stats_text
 
     if output:
         check_output_path(output)
@@ -71,15 +71,18 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
         # np.savez cannot round-trip bfloat16: store it widened to float32 (exact).
         save_npz(output, {k: v.astype(np.float32) if v.dtype.name == "bfloat16" else v for k, v in outs.items()})
     if as_json:
-        click.echo(json.dumps({"outputs": [
-            {"name": k, "shape": list(v.shape), "dtype": v.dtype.name, "stats": stats(v)} for k, v in outs.items()
-        ], "saved": output, **wb.run_extras_json(extras)}, indent=2))
-        if "compare" in extras and not all(c.passed for c in extras["compare"]["checks"]):
+        failed = "compare" in extras and not all(c.passed for c in extras["compare"]["checks"])
+        click.echo(dumps({"ok": not failed, "outputs": [
+            {"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype), "stats": stats(v)}
+            for k, v in outs.items()
+        ], "inputs": [{"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype)} for k, v in feeds.items()],
+            "saved": output, **wb.run_extras_json(extras)}))
+        if failed:
             sys.exit(EXIT_FAIL)
         return
     if not quiet:
         for k, v in outs.items():
-            click.echo(f"{k}: shape {list(v.shape)} {v.dtype.name}  {stats(v)}")
+            click.echo(f"{k}: shape {list(v.shape)} {element_type(v.dtype)}  {stats_text(v)}")
         if output:
             click.echo(f"saved {len(outs)} output(s) to {output}")
     if wb.print_run_extras(extras, quiet):
@@ -115,7 +118,9 @@ def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet:
             warn = sum(1 for d in diags if d.severity == "warning")
             click.echo(f"{path}: OK" + (f" ({warn} warning{'s' if warn != 1 else ''})" if warn else ""))
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        from .workbench.jsonout import dumps
+
+        click.echo(dumps(report))
     if failed:
         sys.exit(EXIT_FAIL)
 
@@ -139,7 +144,9 @@ def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
     if quiet:
         pass
     elif as_json:
-        click.echo(json.dumps(summary, indent=2))
+        from .workbench.jsonout import dumps
+
+        click.echo(dumps(summary))
     else:
         bad = {f"{u['type']}-{u['version']}": u for u in summary["unsupported"]}
         click.echo(f"model   {model}  (name '{summary['name']}', IR v{summary['ir_version']}, "
@@ -177,22 +184,35 @@ for _command in COMMANDS:
     cli.add_command(_command, _command.name)
 
 
+def _json_failure(argv: list[str], code: str, message: str, exit_code: int, diagnostics: list | None = None) -> None:
+    """With --json, a failure is a JSON object on stdout too (workbench/jsonout.py)."""
+    if "--json" in argv:
+        from .workbench.jsonout import failure
+
+        click.echo(failure(code, message, exit_code, [d.to_dict() for d in diagnostics or []]))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: no traceback ever reaches the user."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        rv = cli.main(args=argv, prog_name="irnorm", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="irnorm", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)
     except click.exceptions.Abort:
         _err("irnorm: interrupted")
         sys.exit(EXIT_INTERRUPT)
     except click.ClickException as e:
         e.show()
-        sys.exit(EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code)
+        code = EXIT_USAGE if isinstance(e, click.UsageError) else e.exit_code
+        _json_failure(args, "usage", e.format_message(), code)
+        sys.exit(code)
     except IrnormError as e:
         for d in e.diagnostics[:MAX_LISTED]:
             _err(d.format())
         if len(e.diagnostics) > MAX_LISTED:
             _err(f"... and {len(e.diagnostics) - MAX_LISTED} more (irnorm validate --json lists them all)")
+        first = e.errors[0] if e.errors else e.diagnostics[0]
+        _json_failure(args, first.code, first.message, e.exit_code, e.diagnostics)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         _err("irnorm: interrupted")
@@ -207,11 +227,13 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as e:  # disk full, permissions, a path that vanished: not a bug in irnorm
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         _err(f"irnorm: {e.strerror or e}{where}")
+        _json_failure(args, "os", f"{e.strerror or e}{where}", EXIT_FAIL)
         sys.exit(EXIT_FAIL)
     except Exception as e:  # a bug: say so plainly, without a traceback
         _err(f"irnorm: internal error: {type(e).__name__}: {e} (please report this with the model file)")
         if os.environ.get("IRNORM_DEBUG"):
             raise
+        _json_failure(args, "internal", f"{type(e).__name__}: {e}", EXIT_INTERNAL)
         sys.exit(EXIT_INTERNAL)
 
 

@@ -323,7 +323,7 @@ def test_cli_input_name_dtype_and_shape_errors(capsys, files, tmp_path):
 def test_cli_dynamic_input_any_size(capsys, tmp_path):
     np.save(tmp_path / "x.npy", np.ones((3, 16, 2, 5), np.float32))
     code, out, _ = invoke(capsys, "run", DYN, "-i", f"x={tmp_path / 'x.npy'}")
-    assert code == 0 and "y: shape [3, 16, 2, 5] float32" in out
+    assert code == 0 and "y: shape [3, 16, 2, 5] f32" in out
 
 
 def test_cli_nan_inputs_are_reported_not_fatal(capsys, tmp_path):

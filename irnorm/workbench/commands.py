@@ -4,7 +4,6 @@ beside this one.  irnorm/cli.py adds COMMANDS to the `irnorm` group."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -13,6 +12,7 @@ import click
 
 from ..errors import Diagnostic, InputError
 from .args import fuse_option, input_options, load_and_feed, parse_tol
+from .jsonout import dumps
 
 EXIT_FAIL = 1
 
@@ -186,7 +186,7 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
         for i in report.inputs:
             i["source"] = f"random (seed {seed})"
     if as_json:
-        click.echo(report.to_json())
+        click.echo(dumps(report.to_dict()))
     else:
         if not quiet:
             click.echo(f"irnorm compare {model} against {report.describe_against()}")
@@ -248,8 +248,8 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
         if progress is not None:
             progress.done()
     if as_json:
-        click.echo(json.dumps({"model": model, "inputs": {k: list(v.shape) for k, v in feeds.items()},
-                               **res.to_dict()}, indent=2))
+        click.echo(dumps({"ok": True, "model": model, "inputs": {k: list(v.shape) for k, v in feeds.items()},
+                          **res.to_dict()}))
         return
     line = (f"latency ms: min {res.min_ms:.3f}  median {res.median_ms:.3f}  p90 {res.p90_ms:.3f}  "
             f"p99 {res.p99_ms:.3f}  max {res.max_ms:.3f}   throughput {res.throughput:.1f} runs/s")
@@ -318,8 +318,8 @@ def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet
         sys.exit(EXIT_FAIL)
     rendered = fmt in ("svg", "png") or (fmt == "html" and graphviz_available())
     if as_json:
-        click.echo(json.dumps({"file": output, "format": fmt, "layers": len(m.graph.nodes),
-                               "rendered_by_graphviz": rendered}, indent=2))
+        click.echo(dumps({"ok": True, "file": output, "format": fmt, "layers": len(m.graph.nodes),
+                          "rendered_by_graphviz": rendered}))
     elif not quiet:
         click.echo(f"wrote {output} ({fmt}, {len(m.graph.nodes)} layers)")
         if fmt == "html" and not rendered:

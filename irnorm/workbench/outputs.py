@@ -15,19 +15,28 @@ from ..fileio import atomic_write
 EXIT_INTERRUPT = 130
 
 
-def stats(arr: np.ndarray) -> str:
-    """min, max, mean and std of the finite values, and how many are not finite."""
-    if arr.size == 0:
-        return "empty"
+def stats(arr: np.ndarray) -> dict[str, float | int | None]:
+    """min, max, mean and std of the finite values (None when there are none), how many values
+    there are and how many are not finite."""
     a = arr.astype(np.float64)
     finite = np.isfinite(a)
+    f = a[finite]
+    out: dict[str, float | int | None] = {"size": int(a.size), "nonfinite": int(a.size - f.size)}
+    for key, fn in (("min", np.min), ("max", np.max), ("mean", np.mean), ("std", np.std)):
+        out[key] = float(fn(f)) if f.size else None
+    return out
+
+
+def stats_text(arr: np.ndarray) -> str:
+    """stats() as one line for people."""
+    s = stats(arr)
+    if s["size"] == 0:
+        return "empty"
     parts = []
-    if finite.any():
-        f = a[finite]
-        parts.append(f"min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g}")
-    bad = a.size - int(finite.sum())
-    if bad:
-        parts.append(f"non-finite {bad}")
+    if s["min"] is not None:
+        parts.append(f"min {s['min']:.6g}  max {s['max']:.6g}  mean {s['mean']:.6g}  std {s['std']:.6g}")
+    if s["nonfinite"]:
+        parts.append(f"non-finite {s['nonfinite']}")
     return "  ".join(parts)
 
 

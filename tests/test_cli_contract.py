@@ -1,0 +1,85 @@
+"""The command line's contract for scripts: --json on success and on failure, numbers as numbers,
+one dtype vocabulary, one encoding of non-finite values, and options that say what is wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SAMPLES
+
+from irnorm.cli import EXIT_FAIL, EXIT_USAGE, main
+from irnorm.workbench.jsonout import dumps
+
+IR = SAMPLES / "ir"
+
+
+def invoke(capsys, *argv: object) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+@pytest.mark.parametrize("command", ["run", "info", "bench", "compare", "graph"])
+def test_json_failure_is_an_object_on_stdout(capsys, tmp_path, command):
+    truncated = tmp_path / "truncated.xml"
+    truncated.write_text((IR / "group_norm.xml").read_text()[:300])
+    extra = ["-o", str(tmp_path / "g.dot")] if command == "graph" else []
+    code, out, err = invoke(capsys, command, truncated, "--json", *extra)
+    data = json.loads(out)
+    assert code == EXIT_FAIL and data["ok"] is False and data["exit_code"] == EXIT_FAIL
+    assert data["error"]["code"] == "IRN002" and data["diagnostics"][0]["code"] == "IRN002"
+    assert "IRN002" in err  # people still read stderr
+
+
+def test_json_usage_error_is_an_object_too(capsys):
+    code, out, _ = invoke(capsys, "run", IR / "group_norm.xml", "--json", "--seed", "-5")
+    data = json.loads(out)
+    assert code == EXIT_USAGE and data == {"ok": False, "exit_code": EXIT_USAGE, "diagnostics": [],
+                                           "error": {"code": "usage", "message": data["error"]["message"]}}
+    assert "--seed" in data["error"]["message"]
+
+
+def test_run_json_stats_are_numbers_and_dtypes_ir_names(capsys):
+    code, out, _ = invoke(capsys, "run", IR / "group_norm_bf16_in.xml", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] is True
+    for o in data["outputs"] + data["inputs"]:
+        assert o["dtype"] in ("f32", "f16", "bf16", "f64", "i64", "i32", "boolean")
+    st = data["outputs"][0]["stats"]
+    assert all(isinstance(st[k], float) for k in ("min", "max", "mean", "std"))
+    assert st["nonfinite"] == 0 and st["size"] == int(np.prod(data["outputs"][0]["shape"]))
+    assert any(i["dtype"] == "bf16" for i in data["inputs"])
+
+
+def test_non_finite_numbers_have_one_spelling():
+    text = dumps({"a": float("inf"), "b": [float("-inf"), float("nan")], "c": np.float32(np.inf), "d": 1.5})
+    assert json.loads(text) == {"a": "inf", "b": ["-inf", "nan"], "c": "inf", "d": 1.5}
+
+
+@pytest.mark.parametrize("command", ["run", "bench", "compare"])
+def test_negative_seed_is_a_usage_error(capsys, command):
+    code, _, err = invoke(capsys, command, IR / "group_norm.xml", "--seed", "-5")
+    assert code == EXIT_USAGE and "--seed" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_shape_for_an_unknown_input_is_refused(capsys, command):
+    code, _, err = invoke(capsys, command, IR / "group_norm_dynamic.xml", "--shape", "q=2,16,8,8")
+    assert code == EXIT_USAGE and "no model input named 'q'" in err and "--shape" in err
+
+
+def test_shape_with_given_inputs_is_refused_not_dropped(capsys, tmp_path: Path):
+    np.savez(tmp_path / "in.npz", x=np.zeros((2, 16, 4, 4), np.float32))
+    code, _, err = invoke(capsys, "run", IR / "group_norm_dynamic.xml", "--inputs", tmp_path / "in.npz",
+                          "--shape", "x=2,16,8,8")
+    assert code == EXIT_USAGE and "--shape applies to random inputs only" in err
+
+
+@pytest.mark.parametrize("bad", ["x", "x=1,a", "=2,3", "x=-1,2", "x=1.5"])
+def test_malformed_shape_names_its_option(capsys, bad):
+    code, _, err = invoke(capsys, "run", IR / "group_norm_dynamic.xml", "--shape", bad)
+    assert code == EXIT_USAGE and "--shape" in err
