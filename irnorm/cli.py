@@ -59,8 +59,8 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
 
     if output:
         check_output_path(output)
-    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
-                             max_memory, fuse=not no_fuse)
+    m, feeds, note = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items,
+                                   quiet or as_json, max_memory, fuse=not no_fuse)
     for d in m.diagnostics:
         if d.severity == "warning" and d.code != "IRN091" and not quiet and not as_json:
             _err(d.format())
@@ -76,7 +76,7 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
             {"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype), "stats": stats(v)}
             for k, v in outs.items()
         ], "inputs": [{"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype)} for k, v in feeds.items()],
-            "saved": output, **wb.run_extras_json(extras)}))
+            "inputs_note": note, "saved": output, **wb.run_extras_json(extras)}))
         if failed:
             sys.exit(EXIT_FAIL)
         return
@@ -136,7 +136,6 @@ def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
     Works on a broken model too: the layers irnorm cannot run are marked, and the exit code is 1
     when the model has any error (irnorm validate lists them)."""
     from .api import read_graph
-    from .ir.tensor import fmt_shape
     from .workbench.inspect import describe
 
     graph = read_graph(model, weights)
@@ -156,7 +155,7 @@ def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
             for s in specs:
                 alias = [n for n in s["names"] if n != s["name"]]
                 extra = f"  (also: {', '.join(alias)})" if alias and title == "inputs" else ""
-                click.echo(f"  {s['name']:<24} {fmt_shape(s['shape']):<20} {s['dtype']}{extra}")
+                click.echo(f"  {s['name']:<24} {s['dims']:<20} {s['dtype']}{extra}")
         click.echo("layers")
         for k, v in summary["layers"].items():
             mark = "  UNSUPPORTED" if k in bad else ""

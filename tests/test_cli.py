@@ -281,7 +281,8 @@ def test_info(capsys):
 def test_info_json_and_dynamic(capsys):
     code, out, _ = invoke(capsys, "info", "--json", IR / "group_norm_dynamic.xml")
     data = json.loads(out)
-    assert data["inputs"] == [{"name": "x", "names": ["x"], "shape": [-1, 16, -1, -1], "dtype": "f32"}]
+    assert data["inputs"] == [{"name": "x", "names": ["x"], "shape": [-1, 16, -1, -1], "dims": "[?,16,?,?]",
+                               "dtype": "f32", "bounds": None}]
     assert data["layers"]["GroupNormalization-opset12"] == 1
     code, out, _ = invoke(capsys, "info", IR / "group_norm_dynamic.xml")
     assert "[?,16,?,?]" in out

@@ -83,3 +83,21 @@ def test_shape_with_given_inputs_is_refused_not_dropped(capsys, tmp_path: Path):
 def test_malformed_shape_names_its_option(capsys, bad):
     code, _, err = invoke(capsys, "run", IR / "group_norm_dynamic.xml", "--shape", bad)
     assert code == EXIT_USAGE and "--shape" in err
+
+
+def test_bench_refuses_dynamic_dims_without_shapes(capsys):
+    """benchmark_app's "Provide data shapes!": timing a dynamic model at size-1 dims says nothing."""
+    code, _, err = invoke(capsys, "bench", IR / "group_norm_dynamic.xml", "-n", "1")
+    assert code == EXIT_USAGE and "--shape" in err and "x[?,16,?,?]" in err
+    code, out, _ = invoke(capsys, "bench", IR / "group_norm_dynamic.xml", "-n", "1", "--shape", "x=1,16,4,4", "-q")
+    assert code == 0 and "latency" in out
+
+
+def test_run_json_says_how_random_inputs_were_made(capsys):
+    code, out, _ = invoke(capsys, "run", IR / "group_norm_dynamic.xml", "--json")
+    data = json.loads(out)
+    assert code == 0 and "random inputs (seed 0)" in data["inputs_note"]
+    assert "dynamic dims without --shape are 1" in data["inputs_note"]
+    code, out, _ = invoke(capsys, "run", IR / "group_norm.xml", "--json", "--inputs", SAMPLES / "data" /
+                          "group_norm.inputs.npz")
+    assert json.loads(out)["inputs_note"] is None

@@ -117,10 +117,12 @@ def max_memory_option(f: Any) -> Any:
 def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...],
                   seed: int, shape_items: tuple[tuple[str, list[int]], ...],
                   range_items: tuple[tuple[str, tuple[float, float]], ...], quiet: bool,
-                  max_memory: int | None = None, fuse: bool = True) -> tuple[Any, dict[str, Any]]:
-    """Load MODEL and gather its inputs from the shared input options (random ones are announced on
-    stderr unless `quiet`).  --shape and --value-range must name model inputs, and apply to random
-    inputs only."""
+                  max_memory: int | None = None, fuse: bool = True, need_shapes: bool = False
+                  ) -> tuple[Any, dict[str, Any], str | None]:
+    """Load MODEL and gather its inputs from the shared input options.  Returns (model, inputs, a note
+    saying which random inputs were drawn, or None); the note is also printed on stderr unless
+    `quiet`.  --shape and --value-range must name model inputs, and apply to random inputs only.
+    `need_shapes`: random inputs for dynamic dims need --shape (benchmark_app's "Provide data shapes")."""
     from ..api import load
     from .inputs import gather_inputs
 
@@ -135,10 +137,15 @@ def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items
             if k not in known:
                 raise click.BadParameter(f"no model input named {k!r}; the inputs are "
                                          f"{', '.join(repr(s.name) for s in m.inputs)}", param_hint=opt)
+    if need_shapes and not (inputs_npz or items):
+        missing = [f"{s.name}{s.dims}" for s in m.inputs if s.is_dynamic and not any(n in shapes for n in s.names)]
+        if missing:
+            raise click.UsageError(f"the model has dynamic dims ({', '.join(missing)}): give their sizes with "
+                                   "--shape NAME=D0,D1,... (or real inputs with --inputs/-i)")
     feeds, note = gather_inputs(m, inputs_npz, items, shapes, seed, ranges)
     if note and not quiet:
         click.echo(f"irnorm: {note}", err=True)
-    return m, feeds
+    return m, feeds, note
 
 
 def parse_tol(items: tuple[str, ...], what: str) -> tuple[float | None, dict[str, float]]:

@@ -172,7 +172,7 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
 
     rtol, rtol_per = parse_tol(rtol_items, "--rtol")
     atol, atol_per = parse_tol(atol_items, "--atol")
-    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
                          cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
@@ -236,8 +236,8 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
 
     if runs is not None and seconds is not None:
         raise click.UsageError("give either -n/--runs or -t/--time, not both")
-    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
-                             fuse=not no_fuse)
+    m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
+                                fuse=not no_fuse, need_shapes=True)
     show = not quiet and not as_json and _stderr_tty()
     progress = _Progress(runs, seconds) if show else None
     try:

@@ -152,4 +152,5 @@ def gather_inputs(model: Any, inputs_npz: str | None, items: Sequence[tuple[str,
     for spec in model.inputs:
         rng_note = next((f" in [{vr[n][0]:g}, {vr[n][1]:g}]" for n in spec.names if n in vr), "")
         notes.append(f"{spec.name}{list(drawn[spec.name].shape)}{rng_note}")
-    return drawn, f"no inputs given; using random inputs (seed {seed}): {', '.join(notes)}"
+    dyn = " (dynamic dims without --shape are 1)" if any(s.is_dynamic for s in model.inputs) else ""
+    return drawn, f"no inputs given; using random inputs (seed {seed}): {', '.join(notes)}{dyn}"

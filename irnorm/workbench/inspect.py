@@ -21,7 +21,7 @@ def describe(graph: Graph) -> dict[str, Any]:
     errors = [d for d in graph.diagnostics if d.severity == "error"]
     notes = sorted({d.message.split(":")[0] for d in graph.diagnostics if d.severity == "warning"})
     inputs, outputs = _io(graph)
-    dynamic = [f"{s['name']}{fmt_shape(s['shape'])}" for s in inputs if s["shape"] is None or -1 in s["shape"]]
+    dynamic = [f"{s['name']}{s['dims']}" for s in inputs if s["shape"] is None or -1 in s["shape"]]
     if dynamic:
         notes.append(f"dynamic dims: {', '.join(dynamic)} (random inputs use 1 unless --shape NAME=... is given)")
     return {
@@ -41,10 +41,7 @@ def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         from ..runtime.bind import io_specs
 
         ins, outs, _ = io_specs(graph)
-        return ([{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
-                 for s in ins],
-                [{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
-                 for s in outs])
+        return [_spec(s) for s in ins], [_spec(s) for s in outs]
     by_type = {"parameter": [], "result": []}
     for n in graph.nodes:
         t = n.layer.type.lower()
@@ -58,8 +55,17 @@ def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return ins, outs
 
 
+def _spec(s: Any) -> dict[str, Any]:
+    """A TensorSpec as data: `shape` uses -1 for a dynamic dim; `dims` is the shape as OpenVINO writes
+    it, bounds included ("[1..4,16,?]"); `bounds` lists each dim's [lower, upper] (upper null when
+    unbounded), or is null when no dynamic dim is bounded."""
+    return {"name": s.name, "names": list(s.names), "shape": list(s.shape), "dims": s.dims, "dtype": s.element_type,
+            "bounds": None if s.bounds is None else [list(b) for b in s.bounds]}
+
+
 def _declared(node: Node, port: Any) -> dict[str, Any]:
     names = list(port.names) if port is not None else []
     dtype = port.precision if port is not None and port.precision in ELEMENT_TYPES else "?"
+    shape = list(port.dims) if port is not None else None
     return {"name": min(names) if names else node.layer.name, "names": names or [node.layer.name],
-            "shape": list(port.dims) if port is not None else None, "dtype": dtype}
+            "shape": shape, "dims": fmt_shape(shape), "dtype": dtype, "bounds": None}
