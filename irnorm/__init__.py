@@ -14,6 +14,7 @@ from importlib import metadata as _metadata
 from .api import check, load, validate
 from .errors import (
     CODES,
+    ArgumentError,
     Diagnostic,
     InputError,
     IrnormError,
@@ -32,6 +33,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was ne
 
 __all__ = [
     "CODES",
+    "ArgumentError",
     "Diagnostic",
     "LayerOutput",
     "LayerTime",

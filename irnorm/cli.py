@@ -47,7 +47,8 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...], seed: int,
         shape_items: tuple[tuple[str, list[int]], ...], range_items: tuple[tuple[str, tuple[float, float]], ...],
-        cast: bool, output: str | None, max_memory: int | None, no_fuse: bool, compare_npz: str | None,
+        cast: bool, save_inputs: str | None, output: str | None, max_memory: int | None, no_fuse: bool,
+        compare_npz: str | None,
         rtol_items: tuple[str, ...], atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...],
         profile: bool, as_json: bool, quiet: bool) -> None:
     """Run MODEL and print each output's name, shape, dtype and statistics."""
@@ -60,13 +61,16 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
     if output:
         check_output_path(output)
     m, feeds, note = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items,
-                                   quiet or as_json, max_memory, fuse=not no_fuse)
+                                   quiet or as_json, max_memory, fuse=not no_fuse, save_inputs=save_inputs)
+    if compare_npz and note and not quiet:
+        _err(f"irnorm: warning: --compare {compare_npz} with random inputs (seed {seed}): the expected outputs must "
+             "come from these very inputs (give them with --inputs, or save them with --save-inputs)")
     for d in m.diagnostics:
         if d.severity == "warning" and d.code != "IRN091" and not quiet and not as_json:
             _err(d.format())
     outs, extras = interruptible(wb.run_extras, m, feeds, cast=cast, compare_npz=compare_npz,
                                  rtol_items=rtol_items, atol_items=atol_items, dump_dir=dump_dir,
-                                 dump_names=dump_names, profile=profile)
+                                 dump_names=dump_names, profile=profile, slow_note=not (quiet or as_json))
     if output:
         # np.savez cannot round-trip bfloat16: store it widened to float32 (exact).
         save_npz(output, {k: v.astype(np.float32) if v.dtype.name == "bfloat16" else v for k, v in outs.items()})

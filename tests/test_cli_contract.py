@@ -101,3 +101,54 @@ def test_run_json_says_how_random_inputs_were_made(capsys):
     code, out, _ = invoke(capsys, "run", IR / "group_norm.xml", "--json", "--inputs", SAMPLES / "data" /
                           "group_norm.inputs.npz")
     assert json.loads(out)["inputs_note"] is None
+
+
+def test_save_inputs_replays_the_random_inputs(capsys, tmp_path: Path):
+    saved = tmp_path / "in.npz"
+    code, out1, _ = invoke(capsys, "run", IR / "group_norm.xml", "--seed", "3", "--save-inputs", saved, "--json")
+    assert code == 0 and saved.exists()
+    code, out2, _ = invoke(capsys, "run", IR / "group_norm.xml", "--inputs", saved, "--json")
+    assert code == 0 and json.loads(out1)["outputs"] == json.loads(out2)["outputs"]
+    code, _, err = invoke(capsys, "bench", IR / "group_norm.xml", "-n", "1", "--save-inputs", tmp_path / "x.npy")
+    assert code == EXIT_USAGE and "--save-inputs" in err and ".npz" in err
+
+
+def test_compare_on_random_inputs_warns(capsys, tmp_path: Path):
+    code, _, _ = invoke(capsys, "run", IR / "group_norm.xml", "-o", tmp_path / "out.npz")
+    code, _, err = invoke(capsys, "run", IR / "group_norm.xml", "--compare", tmp_path / "out.npz")
+    assert code == 0 and "warning: --compare" in err and "random inputs" in err
+    code, _, err = invoke(capsys, "run", IR / "group_norm.xml", "--compare", tmp_path / "out.npz", "--inputs",
+                          SAMPLES / "data" / "group_norm.inputs.npz")
+    assert "warning: --compare" not in err
+
+
+@pytest.mark.parametrize("name", ["out.npy", "out", "out.zip"])
+def test_output_must_be_an_npz(capsys, tmp_path: Path, name):
+    """np.savez writes a zip under any name: a file called .npy would not be one."""
+    code, _, err = invoke(capsys, "run", IR / "group_norm.xml", "-o", tmp_path / name)
+    assert code == EXIT_USAGE and ".npz" in err and not (tmp_path / name).exists()
+
+
+def test_a_slow_first_run_says_kernels_are_compiling(monkeypatch, capsys):
+    """On a terminal, a run still going after a second says so once (a cold start is silent for seconds)."""
+    import time
+
+    from irnorm.workbench import outputs
+
+    monkeypatch.setattr(outputs, "_stderr_is_terminal", lambda: True)
+    assert outputs.interruptible(lambda: (time.sleep(1.3), 7)[1], slow_note=True) == 7
+    assert capsys.readouterr().err.count("compiling kernels") == 1
+    assert outputs.interruptible(lambda: 8, slow_note=True) == 8
+    assert capsys.readouterr().err == ""
+
+
+def test_python_api_errors_are_irnorm_errors_with_codes():
+    import irnorm
+
+    m = irnorm.load(IR / "group_norm.xml")
+    with pytest.raises(irnorm.IrnormError) as e:
+        m.run(np.zeros((2, 8, 5, 5), np.float32), capture=["nosuch"])
+    assert e.value.code == "IRN066"
+    with pytest.raises(irnorm.ArgumentError) as e:
+        irnorm.compare(m, against="x")
+    assert e.value.code == "IRN067" and isinstance(e.value, ValueError)

@@ -101,6 +101,8 @@ def input_options(f: Any) -> Any:
         click.option("--value-range", "range_items", multiple=True, type=ValueRange(),
                      help="Draw random input NAME uniformly from [LO, HI] (integers: inclusive)."),
         click.option("--cast", is_flag=True, help="Convert inputs to the model's dtypes instead of refusing."),
+        click.option("--save-inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
+                     help="Save the inputs used (random ones included) to replay them with --inputs."),
     ], f)
 
 
@@ -117,8 +119,8 @@ def max_memory_option(f: Any) -> Any:
 def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...],
                   seed: int, shape_items: tuple[tuple[str, list[int]], ...],
                   range_items: tuple[tuple[str, tuple[float, float]], ...], quiet: bool,
-                  max_memory: int | None = None, fuse: bool = True, need_shapes: bool = False
-                  ) -> tuple[Any, dict[str, Any], str | None]:
+                  max_memory: int | None = None, fuse: bool = True, need_shapes: bool = False,
+                  save_inputs: str | None = None) -> tuple[Any, dict[str, Any], str | None]:
     """Load MODEL and gather its inputs from the shared input options.  Returns (model, inputs, a note
     saying which random inputs were drawn, or None); the note is also printed on stderr unless
     `quiet`.  --shape and --value-range must name model inputs, and apply to random inputs only.
@@ -126,6 +128,10 @@ def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items
     from ..api import load
     from .inputs import gather_inputs
 
+    if save_inputs:
+        from .outputs import check_output_path
+
+        check_output_path(save_inputs, "--save-inputs")
     if (shape_items or range_items) and (inputs_npz or items):
         which = "--shape" if shape_items else "--value-range"
         raise click.UsageError(f"{which} applies to random inputs only; it cannot be combined with --inputs/-i")
@@ -145,6 +151,10 @@ def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items
     feeds, note = gather_inputs(m, inputs_npz, items, shapes, seed, ranges)
     if note and not quiet:
         click.echo(f"irnorm: {note}", err=True)
+    if save_inputs:
+        from .outputs import save_npz
+
+        save_npz(save_inputs, feeds)
     return m, feeds, note
 
 

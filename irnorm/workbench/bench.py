@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
+
 
 @dataclass
 class BenchResult:
@@ -37,7 +39,7 @@ def set_threads(k: int) -> int:
 
     top = numba.config.NUMBA_NUM_THREADS
     if not 1 <= k <= top:
-        raise ValueError(f"threads must be between 1 and {top} (NUMBA_NUM_THREADS), got {k}")
+        raise ArgumentError(f"threads must be between 1 and {top} (NUMBA_NUM_THREADS), got {k}")
     prev = numba.get_num_threads()
     numba.set_num_threads(k)
     return prev
@@ -50,11 +52,11 @@ def bench(model: Any, feeds: Mapping[str, Any], runs: int | None = None, seconds
     10 runs when neither is given; at least one run), after `warmup` untimed runs (JIT compilation,
     caches).  `progress(done, runs or None, elapsed)` is called after every run."""
     if warmup < 0:
-        raise ValueError("warmup must be non-negative")
+        raise ArgumentError("warmup must be non-negative")
     if runs is not None and runs < 1:
-        raise ValueError("runs must be at least 1")
+        raise ArgumentError("runs must be at least 1")
     if seconds is not None and seconds <= 0:
-        raise ValueError("seconds must be positive")
+        raise ArgumentError("seconds must be positive")
     if runs is None and seconds is None:
         runs = 10
     prev = set_threads(threads) if threads is not None else None

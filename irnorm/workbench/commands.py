@@ -164,15 +164,16 @@ def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line(s).")
 def compare_cmd(model: str, against: str, openvino_precision: str, weights: str | None, inputs_npz: str | None,
                 items: tuple[str, ...], seed: int, shape_items: tuple[str, ...], range_items: tuple[str, ...],
-                cast: bool, rtol_items: tuple[str, ...], atol_items: tuple[str, ...], as_json: bool,
-                quiet: bool) -> None:
+                cast: bool, save_inputs: str | None, rtol_items: tuple[str, ...], atol_items: tuple[str, ...],
+                as_json: bool, quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
     first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
     from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceError, compare
 
     rtol, rtol_per = parse_tol(rtol_items, "--rtol")
     atol, atol_per = parse_tol(atol_items, "--atol")
-    m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
+                                save_inputs=save_inputs)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
                          cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
@@ -228,7 +229,8 @@ def _colour_table(text: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the result line.")
 def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
-              shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, runs: int | None,
+              shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, save_inputs: str | None,
+              runs: int | None,
               seconds: float | None, warmup: int, threads: int | None, no_fuse: bool, as_json: bool,
               quiet: bool) -> None:
     """Benchmark MODEL: warm-up, then timed runs; latency min/median/p90/p99 and throughput."""
@@ -237,7 +239,7 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
     if runs is not None and seconds is not None:
         raise click.UsageError("give either -n/--runs or -t/--time, not both")
     m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
-                                fuse=not no_fuse, need_shapes=True)
+                                fuse=not no_fuse, need_shapes=True, save_inputs=save_inputs)
     show = not quiet and not as_json and _stderr_tty()
     progress = _Progress(runs, seconds) if show else None
     try:

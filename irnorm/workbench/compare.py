@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .inputs import random_inputs
 from .jsonout import element_type
 from .refeval import ReferenceRunner
@@ -189,15 +190,15 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     `inputs` defaults to seeded random inputs (`seed`, `shapes` for dynamic dims, `value_ranges`).
     `rtol`/`atol` default per dtype (irnorm.workbench.stats.DEFAULT_TOLERANCES; against OpenVINO the
     looser of the tensor's dtype and the inference precision); `layer_rtol`/`layer_atol` override them
-    for single layers, keyed by layer name or id or by the name of a model output (ValueError for a
-    key that names none of these).  Raises OpenVINOUnavailable when
+    for single layers, keyed by layer name or id or by the name of a model output (ArgumentError, a
+    ValueError, for a key that names none of these).  Raises OpenVINOUnavailable when
     against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it."""
     from ..api import load
 
     if against not in AGAINST:
-        raise ValueError(f"against must be one of {', '.join(AGAINST)}, got {against!r}")
+        raise ArgumentError(f"against must be one of {', '.join(AGAINST)}, got {against!r}")
     if openvino_precision not in OPENVINO_PRECISIONS:
-        raise ValueError(f"openvino_precision must be one of {', '.join(OPENVINO_PRECISIONS)}, "
+        raise ArgumentError(f"openvino_precision must be one of {', '.join(OPENVINO_PRECISIONS)}, "
                          f"got {openvino_precision!r}")
     m = load(model, weights) if isinstance(model, (str, os.PathLike)) else model
     given = inputs is not None
@@ -279,7 +280,7 @@ def _openvino_hook(ov_vals: dict[tuple[str, int], Any], rec: _Recorder, precisio
     return hook
 
 
-class ToleranceError(ValueError):
+class ToleranceError(ArgumentError):
     """A layer_rtol/layer_atol entry whose key names no layer, layer id or model output, or whose value
     is not a non-negative number."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..fileio import atomic_write
 from ..ir.tensor import fmt_shape
 
@@ -160,7 +161,7 @@ def write_graph(model: Any, path: str, fmt: str | None = None) -> str:
     if fmt is None:
         ext = os.path.splitext(path)[1].lower()
         if ext not in FORMATS:
-            raise ValueError(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html")
+            raise ArgumentError(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html")
         fmt = FORMATS[ext]
     g = getattr(model, "graph", model)
     text = to_dot(g)
@@ -172,6 +173,6 @@ def write_graph(model: Any, path: str, fmt: str | None = None) -> str:
     elif fmt == "html":
         data = to_html(text, render(text, "svg") if graphviz_available() else None, title).encode()
     else:
-        raise ValueError(f"unknown picture format {fmt!r}")
+        raise ArgumentError(f"unknown picture format {fmt!r}")
     atomic_write(path, lambda f: f.write(data))
     return fmt
