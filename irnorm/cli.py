@@ -132,18 +132,21 @@ def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet:
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin).")
+@click.option("--layers", "list_layers", is_flag=True,
+              help="List every layer: id, name, type-version, attributes, input and output shapes and dtypes.")
 @click.option("--json", "as_json", is_flag=True, help="Emit the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says whether MODEL is valid.")
-def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
+def info(model: str, weights: str | None, list_layers: bool, as_json: bool, quiet: bool) -> None:
     """Summarize MODEL: inputs, outputs, layers by type and version, opsets, weights, notes.
 
     Works on a broken model too: the layers irnorm cannot run are marked, and the exit code is 1
     when the model has any error (irnorm validate lists them)."""
     from .api import read_graph
+    from .ir.tensor import fmt_shape
     from .workbench.inspect import describe
 
     graph = read_graph(model, weights)
-    summary = describe(graph)
+    summary = describe(graph, layers=list_layers)
     if quiet:
         pass
     elif as_json:
@@ -168,6 +171,12 @@ def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
         click.echo(f"weights {summary['weights_bytes']} bytes read")
         for n in summary["notes"]:
             click.echo(f"note    {n}")
+        for lay in summary.get("layer_list", []):
+            io = " -> ".join(", ".join(f"{fmt_shape(t['shape'])} {t['dtype']}" for t in side) or "-"
+                             for side in (lay["inputs"], lay["outputs"]))
+            attrs = " ".join(f"{k}={_attr_text(v)}" for k, v in lay["attributes"].items())
+            mark = "" if lay["supported"] else "  UNSUPPORTED"
+            click.echo(f"  {lay['id']:>4} {lay['name']}  {lay['type']}-{lay['version']}{mark}  {attrs}  [{io}]")
         if bad:
             known = "; ".join(f"{k} (irnorm knows {', '.join(u['irnorm_knows'])})" if u["irnorm_knows"] else k
                               for k, u in bad.items())
@@ -181,6 +190,12 @@ def info(model: str, weights: str | None, as_json: bool, quiet: bool) -> None:
             _err(f"{model}: {len(errors)} error(s){more}")
     if not summary["ok"]:
         sys.exit(EXIT_FAIL)
+
+
+def _attr_text(v: object) -> str:
+    if isinstance(v, (list, tuple)):
+        return ",".join(map(str, v))
+    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 for _command in COMMANDS:

@@ -152,3 +152,27 @@ def test_python_api_errors_are_irnorm_errors_with_codes():
     with pytest.raises(irnorm.ArgumentError) as e:
         irnorm.compare(m, against="x")
     assert e.value.code == "IRN067" and isinstance(e.value, ValueError)
+
+
+def test_info_layers_lists_every_layer_even_in_a_broken_model(capsys, tmp_path: Path):
+    code, out, _ = invoke(capsys, "info", "--layers", "--json", IR / "gn_l2_chain.xml")
+    layers = json.loads(out)["layer_list"]
+    assert code == 0 and [lay["type"] for lay in layers][:2] == ["Parameter", "Const"]
+    gn = next(lay for lay in layers if lay["type"] == "GroupNormalization")
+    assert gn["attributes"] == {"num_groups": 3, "epsilon": 1e-05} and gn["version"] == "opset12"
+    assert gn["inputs"][0] == {"shape": [1, 12, 6, 6], "dtype": "f32"} and gn["outputs"][0]["dtype"] == "f32"
+    xml = (IR / "group_norm.xml").read_text().replace('type="GroupNormalization"', 'type="FancyNorm"')
+    (tmp_path / "m.xml").write_text(xml)
+    (tmp_path / "m.bin").write_bytes((IR / "group_norm.bin").read_bytes())
+    code, out, _ = invoke(capsys, "info", "--layers", tmp_path / "m.xml")
+    assert code == EXIT_FAIL and "FancyNorm-opset12  UNSUPPORTED" in out
+
+
+def test_graph_draws_a_broken_model_with_its_bad_layers_marked(capsys, tmp_path: Path):
+    xml = (IR / "group_norm.xml").read_text().replace('type="GroupNormalization"', 'type="FancyNorm"')
+    (tmp_path / "m.xml").write_text(xml)
+    (tmp_path / "m.bin").write_bytes((IR / "group_norm.bin").read_bytes())
+    code, _, err = invoke(capsys, "graph", tmp_path / "m.xml", "-o", tmp_path / "g.dot")
+    dot = (tmp_path / "g.dot").read_text()
+    assert code == EXIT_FAIL and "drawn in red" in err
+    assert "FancyNorm" in dot and "#c00000" in dot and "IRN012" in dot

@@ -301,15 +301,17 @@ class _Progress:
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet: bool) -> None:
-    """Draw MODEL's graph: layers with type and key attributes, edges with shapes and dtypes."""
-    from ..api import load
+    """Draw MODEL's graph: layers with type and key attributes, edges with shapes and dtypes.
+
+    A broken model is drawn too, its bad layers in red (exit 1 then: irnorm validate lists the errors)."""
+    from ..api import read_graph
     from .dot import FORMATS, GraphvizMissing, graphviz_available, write_graph
 
     ext = os.path.splitext(output)[1].lower()
     if ext not in FORMATS:
         raise click.BadParameter(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html",
                                  param_hint="-o/--output")
-    m = load(model, weights)
+    m = read_graph(model, weights)
     try:
         fmt = write_graph(m, output)
     except GraphvizMissing as e:
@@ -320,13 +322,19 @@ def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet
         sys.exit(EXIT_FAIL)
     rendered = fmt in ("svg", "png") or (fmt == "html" and graphviz_available())
     if as_json:
-        click.echo(dumps({"ok": True, "file": output, "format": fmt, "layers": len(m.graph.nodes),
+        click.echo(dumps({"ok": m.ok, "file": output, "format": fmt, "layers": len(m.nodes),
+                          "errors": sum(d.severity == "error" for d in m.diagnostics),
                           "rendered_by_graphviz": rendered}))
     elif not quiet:
-        click.echo(f"wrote {output} ({fmt}, {len(m.graph.nodes)} layers)")
+        click.echo(f"wrote {output} ({fmt}, {len(m.nodes)} layers)")
         if fmt == "html" and not rendered:
             click.echo("note: Graphviz is not installed, so the page shows the DOT text "
                        "(apt-get install graphviz to embed the picture)", err=True)
+    if not m.ok:
+        if not quiet:
+            errors = [d for d in m.diagnostics if d.severity == "error"]
+            click.echo(f"{model}: {len(errors)} error(s), drawn in red; irnorm validate lists them", err=True)
+        sys.exit(EXIT_FAIL)
 
 
 COMMANDS = (compare_cmd, bench_cmd, graph_cmd)

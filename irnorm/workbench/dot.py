@@ -89,6 +89,16 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _bad_layers(g: Any) -> dict[int, str]:
+    """Node index -> the first error reported at that layer (layers are matched by id)."""
+    by_id = {n.layer.id: n.index for n in g.nodes}
+    out: dict[int, str] = {}
+    for d in g.diagnostics:
+        if d.severity == "error" and d.layer_id in by_id:
+            out.setdefault(by_id[d.layer_id], f"{d.code} {d.message}")
+    return out
+
+
 def to_dot(model: Any, name: str | None = None) -> str:
     """DOT text for `model` (a Model or a Graph)."""
     g = getattr(model, "graph", model)
@@ -97,13 +107,20 @@ def to_dot(model: Any, name: str | None = None) -> str:
            '  graph [rankdir=TB, fontname="Helvetica", labelloc=t, label="' + _q(title) + '"];',
            '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=10];',
            '  edge [fontname="Helvetica", fontsize=8, color="#555555"];']
+    bad = _bad_layers(g)
     for n in g.nodes:
         t = n.layer.type
         fill = _FILL.get(t, "#ffe3bf" if t.lower() in _NORM else "#ffffff")
         shape = {"Parameter": "ellipse", "Result": "ellipse", "Const": "note"}.get(t, "box")
         extra = ", fontsize=8" if t == "Const" else ""
-        out.append(f'  n{n.index} [label="{_q(_label(n))}", shape={shape}, fillcolor="{fill}"{extra}, '
-                   f'tooltip="{_q(f"layer id {n.layer.id}, line {n.layer.line}")}"];')
+        label, tip = _label(n), f"layer id {n.layer.id}, line {n.layer.line}"
+        if n.index in bad:  # a broken model is drawn too: its bad layers in red, with what is wrong
+            extra += ', color="#c00000", penwidth=2, fontcolor="#c00000"'
+            fill = "#ffd6d6"
+            label += "\n" + _clip(bad[n.index], 60)
+            tip += ": " + bad[n.index]
+        out.append(f'  n{n.index} [label="{_q(label)}", shape={shape}, fillcolor="{fill}"{extra}, '
+                   f'tooltip="{_q(tip)}"];')
     for n in g.nodes:
         for i, src in enumerate(n.sources):
             if src is None:

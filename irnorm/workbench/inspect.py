@@ -12,8 +12,9 @@ from ..ir.tensor import fmt_shape
 from ..ops.base import known_versions
 
 
-def describe(graph: Graph) -> dict[str, Any]:
-    """A summary of a checked graph; works whether or not the graph has errors."""
+def describe(graph: Graph, layers: bool = False) -> dict[str, Any]:
+    """A summary of a checked graph; works whether or not the graph has errors.  `layers` adds a
+    per-layer listing (``layer_list``)."""
     nodes = graph.nodes
     counts = Counter(n.label for n in nodes)
     unsupported = Counter((n.layer.type, n.layer.version) for n in nodes
@@ -31,7 +32,35 @@ def describe(graph: Graph) -> dict[str, Any]:
                         for (t, v), c in sorted(unsupported.items())],
         "opsets": sorted({n.layer.version for n in nodes if n.layer.version}),
         "weights_bytes": graph.weights.bytes_read if graph.weights is not None else 0, "notes": notes,
+        **({"layer_list": [_layer(graph, n) for n in _doc_order(graph)]} if layers else {}),
     }
+
+
+def _doc_order(graph: Graph) -> list[Node]:
+    position = {id(lay): i for i, lay in enumerate(graph.doc.layers)}
+    return sorted(graph.nodes, key=lambda n: position[id(n.layer)])
+
+
+def _tensor(info: Any, port: Any) -> dict[str, Any]:
+    """What is known of one tensor: as checked when available, else as the port declares it."""
+    if info is not None:
+        return {"shape": None if info.shape is None else list(info.shape), "dtype": info.dtype}
+    return {"shape": list(port.dims), "dtype": port.precision or "?", "declared": True}
+
+
+def _layer(graph: Graph, n: Node) -> dict[str, Any]:
+    lay = n.layer
+    ins = []
+    for i, port in enumerate(lay.inputs):
+        src = n.sources[i] if i < len(n.sources) else None
+        info = None
+        if src is not None and src[1] < len(graph.nodes[src[0]].outputs):
+            info = graph.nodes[src[0]].outputs[src[1]]
+        ins.append(_tensor(info, port))
+    outs = [_tensor(n.outputs[k] if k < len(n.outputs) else None, port) for k, port in enumerate(lay.outputs)]
+    attrs = {k: v for k, v in n.attrs.items()} if n.op is not None else dict(lay.data)
+    return {"id": lay.id, "name": lay.name, "type": lay.type, "version": lay.version, "line": lay.line,
+            "supported": n.op is not None, "ok": n.ok, "attributes": attrs, "inputs": ins, "outputs": outs}
 
 
 def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
