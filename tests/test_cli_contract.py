@@ -176,3 +176,17 @@ def test_graph_draws_a_broken_model_with_its_bad_layers_marked(capsys, tmp_path:
     dot = (tmp_path / "g.dot").read_text()
     assert code == EXIT_FAIL and "drawn in red" in err
     assert "FancyNorm" in dot and "#c00000" in dot and "IRN012" in dot
+
+
+def test_bench_reports_like_benchmark_app(capsys):
+    code, out, _ = invoke(capsys, "bench", IR / "layer_norm_mvn.xml", "-n", "6", "--profile", "--concurrency", "2",
+                          "--json")
+    data = json.loads(out)
+    assert code == 0 and data["runs"] == 6 and data["concurrency"] == 2
+    assert data["load_seconds"] > 0 and data["first_run_ms"] > 0
+    env = data["environment"]
+    assert {"irnorm", "numba", "numpy", "threading_layer", "cpu"} <= set(env) and "flags" in env["cpu"]
+    assert data["profile"] and all(r["ms"] >= 0 for r in data["profile"])
+    assert abs(sum(r["share"] for r in data["profile"]) - 1.0) < 1e-9
+    code, out, _ = invoke(capsys, "bench", IR / "group_norm.xml", "-n", "3", "--profile")
+    assert code == 0 and "first run" in out and "per-layer times, mean of 3" in out and "GroupNormalization" in out

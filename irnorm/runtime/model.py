@@ -122,8 +122,9 @@ class Model:
             def prof(node: Node, _o: Sequence[np.ndarray], s: float) -> None:
                 if node.op is not None and node.op.type != "Parameter":
                     lay = node.layer
-                    times.append(LayerTime(node.index, lay.id, lay.name, labels.get(node.index, lay.type),
-                                           lay.version, s))
+                    label = labels.get(node.index)  # a fused step: its label, no single version
+                    times.append(LayerTime(node.index, lay.id, lay.name, label or lay.type,
+                                           "" if label else lay.version, s))
 
             hooks.append(prof)
         if on_layer is not None:

@@ -225,25 +225,35 @@ def _colour_table(text: str) -> str:
               help="Run for this many seconds instead of a count.")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Warm-up runs (untimed).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (default: all).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs in flight at once, each from its own thread (a Model is thread-safe).")
+@click.option("--profile", is_flag=True, help="Per-layer times, averaged over the timed runs.")
 @fuse_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the result line.")
 def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
               shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, save_inputs: str | None,
               runs: int | None,
-              seconds: float | None, warmup: int, threads: int | None, no_fuse: bool, as_json: bool,
-              quiet: bool) -> None:
-    """Benchmark MODEL: warm-up, then timed runs; latency min/median/p90/p99 and throughput."""
+              seconds: float | None, warmup: int, threads: int | None, concurrency: int, profile: bool,
+              no_fuse: bool, as_json: bool, quiet: bool) -> None:
+    """Benchmark MODEL: load and first-run times, warm-up, then timed runs; latency min/median/p90/p99
+    and throughput (with --concurrency N, from N threads); --profile adds per-layer times."""
+    import time
+
     from .bench import bench
+    from .machine import environment
 
     if runs is not None and seconds is not None:
         raise click.UsageError("give either -n/--runs or -t/--time, not both")
+    t0 = time.perf_counter()
     m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
                                 fuse=not no_fuse, need_shapes=True, save_inputs=save_inputs)
+    load_s = time.perf_counter() - t0
     show = not quiet and not as_json and _stderr_tty()
     progress = _Progress(runs, seconds) if show else None
     try:
-        res = bench(m, feeds, runs, seconds, warmup=warmup, threads=threads, cast=cast, progress=progress)
+        res = bench(m, feeds, runs, seconds, warmup=warmup, threads=threads, cast=cast, progress=progress,
+                    profile=profile, concurrency=concurrency)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--threads") from None
     finally:
@@ -251,16 +261,24 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
             progress.done()
     if as_json:
         click.echo(dumps({"ok": True, "model": model, "inputs": {k: list(v.shape) for k, v in feeds.items()},
-                          **res.to_dict()}))
+                          "load_seconds": load_s, **res.to_dict(), "environment": environment()}))
         return
     line = (f"latency ms: min {res.min_ms:.3f}  median {res.median_ms:.3f}  p90 {res.p90_ms:.3f}  "
             f"p99 {res.p99_ms:.3f}  max {res.max_ms:.3f}   throughput {res.throughput:.1f} runs/s")
     if quiet:
         click.echo(line)
         return
+    env = environment()
     click.echo(f"irnorm bench {model}: {res.runs} runs in {res.total_seconds:.3f} s after {res.warmup_runs} warm-up "
-               f"run(s), {res.threads} thread(s)")
+               f"run(s), {res.threads} Numba thread(s) ({env['threading_layer']} layer)"
+               + (f", {res.concurrency} in flight" if res.concurrency > 1 else ""))
+    click.echo(f"load {load_s * 1e3:.1f} ms, first run {res.first_run_ms:.1f} ms (kernel compilation or cache loading)")
     click.echo(line)
+    if res.profile is not None:
+        from .trace import profile_rows_table
+
+        click.echo(f"per-layer times, mean of {res.runs} timed run(s):")
+        click.echo(profile_rows_table(res.profile))
 
 
 def _stderr_tty() -> bool:
