@@ -160,12 +160,14 @@ def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
               help="Relative tolerance (default: per dtype); LAYER=R for one layer (name or id) or model output.")
 @click.option("--atol", "atol_items", multiple=True, metavar="A|LAYER=A",
               help="Absolute tolerance (default: per dtype); LAYER=A for one layer (name or id) or model output.")
+@click.option("--graph", "graph_path", type=click.Path(dir_okay=False), metavar="FILE.html|.svg|.dot",
+              help="Also draw the graph with the diverging layers in red.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line(s).")
 def compare_cmd(model: str, against: str, openvino_precision: str, weights: str | None, inputs_npz: str | None,
                 items: tuple[str, ...], seed: int, shape_items: tuple[str, ...], range_items: tuple[str, ...],
                 cast: bool, save_inputs: str | None, rtol_items: tuple[str, ...], atol_items: tuple[str, ...],
-                as_json: bool, quiet: bool) -> None:
+                graph_path: str | None, as_json: bool, quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
     first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
     from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceError, compare
@@ -183,6 +185,13 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
         click.echo(f"irnorm: {e}", err=True)
         sys.exit(EXIT_FAIL)
     report.model = model
+    if graph_path:
+        from .dot import write_graph
+
+        marks = {}
+        for r in report.diverged:
+            marks.setdefault(r.index, f"DIVERGED: {r.stats.summary() if r.stats else r.note}")
+        write_graph(m, graph_path, marks=marks)
     if not (items or inputs_npz):
         for i in report.inputs:
             i["source"] = f"random (seed {seed})"
@@ -345,9 +354,6 @@ def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet
                           "rendered_by_graphviz": rendered}))
     elif not quiet:
         click.echo(f"wrote {output} ({fmt}, {len(m.nodes)} layers)")
-        if fmt == "html" and not rendered:
-            click.echo("note: Graphviz is not installed, so the page shows the DOT text "
-                       "(apt-get install graphviz to embed the picture)", err=True)
     if not m.ok:
         if not quiet:
             errors = [d for d in m.diagnostics if d.severity == "error"]
