@@ -68,6 +68,8 @@ def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | 
             writer = DumpWriter(dump_dir, wanted, m.path)
         except (DumpError, OSError) as e:
             raise click.ClickException(str(e)) from None
+        if _stderr_tty():  # large dumps take a while: show them being written
+            writer = _DumpProgress(writer, len(wanted) if isinstance(wanted, list) else len(m.layers_run) + 1)
     if profile:  # one untimed run first, so the table shows kernels, not their JIT compilation
         m.run(feeds, cast=cast)
     try:
@@ -176,6 +178,8 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
     atol, atol_per = parse_tol(atol_items, "--atol")
     m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
                                 save_inputs=save_inputs)
+    if against == "openvino" and not (quiet or as_json) and _stderr_tty():
+        click.echo("irnorm: compiling the model in OpenVINO and running both (every layer is compared)...", err=True)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
                          cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
@@ -297,24 +301,45 @@ def _stderr_tty() -> bool:
         return False
 
 
+class _DumpProgress:
+    """A DumpWriter (the layer hook) that shows a click progress bar of the layers written."""
+
+    def __init__(self, writer: Any, layers: int):
+        self.writer = writer
+        self.bar = click.progressbar(length=max(layers, 1), label="dumping layers", file=sys.stderr, show_eta=False)
+        self.bar.__enter__()
+
+    def __call__(self, node: Any, outs: Any, seconds: float) -> None:
+        self.writer(node, outs, seconds)
+        self.bar.update(1)
+
+    def __getattr__(self, name: str) -> Any:  # commit, abort, entries: the writer's
+        return getattr(self.writer, name)
+
+    def commit(self) -> None:
+        self.bar.__exit__(None, None, None)
+        self.writer.commit()
+
+
 class _Progress:
-    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
+    """bench's progress on stderr with click.progressbar (only used when stderr is a terminal): runs
+    done out of -n, or seconds elapsed out of -t."""
 
     def __init__(self, runs: int | None, seconds: float | None):
-        self.runs, self.seconds, self.last = runs, seconds, -1.0
+        self.runs, self.seconds, self.shown = runs, seconds, 0
+        length = runs if runs is not None else max(int((seconds or 1.0) * 10), 1)
+        self.bar = click.progressbar(length=length, label="timing", file=sys.stderr,
+                                     show_pos=runs is not None, show_eta=False)
+        self.bar.__enter__()
 
     def __call__(self, done: int, runs: int | None, elapsed: float) -> None:
-        if elapsed - self.last < 0.1 and not (runs and done == runs):
-            return
-        self.last = elapsed
-        frac = done / runs if runs else min(elapsed / (self.seconds or 1.0), 1.0)
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r[{bar:<30}] {done} runs {elapsed:.1f} s")
-        sys.stderr.flush()
+        now = done if runs is not None else min(int(elapsed * 10), self.bar.length)
+        if now > self.shown:
+            self.bar.update(now - self.shown)
+            self.shown = now
 
     def done(self) -> None:
-        sys.stderr.write("\r" + " " * 60 + "\r")
-        sys.stderr.flush()
+        self.bar.__exit__(None, None, None)
 
 
 # ---- irnorm graph -----------------------------------------------------------------------
