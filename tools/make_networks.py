@@ -185,6 +185,50 @@ def _group_norm_act():
     return partial(GroupNormAct, num_groups=8)
 
 
+class SSDBackbone(nn.Module):
+    """SSD300-VGG16's feature extractor, as torchvision's SSDFeatureExtractorVGG builds it (VGG16 convs up to
+    conv4_3 with ceil-mode pool3, conv4_3 L2-normalised and scaled by a learned per-channel weight, pool5 3x3/1,
+    atrous fc6, fc7, and the four extra blocks of SSD300), at 1/``div`` of its width: torchvision's class hard-codes
+    the 512/1024-channel fc6/fc7/extras (~7M parameters), so the same structure is written out here.  Returns the
+    six feature maps."""
+
+    def __init__(self, div: int = 8):
+        super().__init__()
+        from torchvision.models.vgg import cfgs, make_layers
+
+        def c(n: int) -> int:
+            return n // div
+
+        vgg = make_layers([v if v == "M" else c(v) for v in cfgs["D"]], batch_norm=False)
+        pools = [i for i, layer in enumerate(vgg) if isinstance(layer, nn.MaxPool2d)]
+        vgg[pools[2]].ceil_mode = True
+        self.features = nn.Sequential(*vgg[:pools[3]])  # until conv4_3
+        self.scale_weight = nn.Parameter(torch.ones(c(512)) * 20)
+        fc = nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1),
+                           nn.Conv2d(c(512), c(1024), kernel_size=3, padding=6, dilation=6), nn.ReLU(),
+                           nn.Conv2d(c(1024), c(1024), kernel_size=1), nn.ReLU())
+
+        def extra(cin: int, mid: int, cout: int, **kw) -> nn.Sequential:
+            return nn.Sequential(nn.Conv2d(c(cin), c(mid), 1), nn.ReLU(), nn.Conv2d(c(mid), c(cout), 3, **kw),
+                                 nn.ReLU())
+
+        self.extra = nn.ModuleList([
+            nn.Sequential(*vgg[pools[3]:-1], fc),  # pool4, conv5_x (without pool5), fc6, fc7
+            extra(1024, 256, 512, padding=1, stride=2),
+            extra(512, 128, 256, padding=1, stride=2),
+            extra(256, 128, 256),
+            extra(256, 128, 256),
+        ])
+
+    def forward(self, x):
+        x = self.features(x)
+        out = [self.scale_weight.view(1, -1, 1, 1) * F.normalize(x)]
+        for block in self.extra:
+            x = block(x)
+            out.append(x)
+        return tuple(out)
+
+
 # ----------------------------------------------------------------------------------------------------
 # transformers models (tiny configs, random weights, no caches, plain tensor outputs)
 
@@ -388,6 +432,10 @@ NETWORKS: tuple[Network, ...] = (
             "timm MobileViTv2 at multiplier 0.25 (mobilevitv2_050 is 0.5; "
             "the unfold sizes are traced as constants, so only the batch is dynamic): inverted residuals + "
             "separable self-attention with GroupNorm(1) (LayerNorm over C,H,W)"),
+    Network("ssd_vgg_backbone", SSDBackbone, (Input("x", (1, 3, 300, 300), (2, 3, 268, 268), (0, 2, 3)),),
+            "SSD300-VGG16 feature extractor (torchvision's SSDFeatureExtractorVGG layout written out at 1/8 width: "
+            "VGG16 convs, ceil-mode pooling, L2-normalised + scaled conv4_3, atrous fc6, extras) on a 300x300 "
+            "input; returns the 6 feature maps"),
 )
 
 
