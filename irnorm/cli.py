@@ -26,7 +26,12 @@ def _err(msg: str) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="irnorm")
 def cli() -> None:
-    """irnorm: read, validate and run OpenVINO IR models (normalization family)."""
+    """irnorm: read, validate and run OpenVINO IR models (model.xml + model.bin).
+
+    \b
+    Example:  irnorm run model.xml --inputs in.npz -o out.npz
+    Exit codes: 0 ok, 1 model/data/comparison failure, 2 usage error, 3 internal error, 130 interrupted.
+    With --json every command prints one JSON object on stdout, on failure too."""
 
 
 @cli.command()
@@ -51,7 +56,10 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
         compare_npz: str | None,
         rtol_items: tuple[str, ...], atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...],
         profile: bool, as_json: bool, quiet: bool) -> None:
-    """Run MODEL and print each output's name, shape, dtype and statistics."""
+    """Run MODEL and print each output's name, shape, dtype and statistics.
+
+    \b
+    Example:  irnorm run model.xml --inputs in.npz -o out.npz"""
     import numpy as np
 
     from .workbench import commands as wb
@@ -99,7 +107,10 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
 @click.option("--json", "as_json", is_flag=True, help="Emit diagnostics as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
 def validate(models: tuple[str, ...], weights: str | None, as_json: bool, quiet: bool) -> None:
-    """Check MODELS without running them; one diagnostic per problem."""
+    """Check MODELS without running them; one diagnostic per problem.
+
+    \b
+    Example:  irnorm validate model.xml --json"""
     from .api import check
 
     if weights and len(models) > 1:
@@ -140,7 +151,10 @@ def info(model: str, weights: str | None, list_layers: bool, as_json: bool, quie
     """Summarize MODEL: inputs, outputs, layers by type and version, opsets, weights, notes.
 
     Works on a broken model too: the layers irnorm cannot run are marked, and the exit code is 1
-    when the model has any error (irnorm validate lists them)."""
+    when the model has any error (irnorm validate lists them).
+
+    \b
+    Example:  irnorm info model.xml --layers"""
     from .api import read_graph
     from .ir.tensor import fmt_shape
     from .workbench.inspect import describe

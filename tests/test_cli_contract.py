@@ -190,3 +190,9 @@ def test_bench_reports_like_benchmark_app(capsys):
     assert abs(sum(r["share"] for r in data["profile"]) - 1.0) < 1e-9
     code, out, _ = invoke(capsys, "bench", IR / "group_norm.xml", "-n", "3", "--profile")
     assert code == 0 and "first run" in out and "per-layer times, mean of 3" in out and "GroupNormalization" in out
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["validate"], ["info"], ["compare"], ["bench"], ["graph"]])
+def test_every_help_carries_an_example(capsys, command):
+    code, out, _ = invoke(capsys, *command, "--help")
+    assert code == 0 and "Example:  irnorm " in out

@@ -171,7 +171,10 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
                 cast: bool, save_inputs: str | None, rtol_items: tuple[str, ...], atol_items: tuple[str, ...],
                 graph_path: str | None, as_json: bool, quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
-    first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
+    first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does.
+
+    \b
+    Example:  irnorm compare model.xml --against openvino --graph diff.html"""
     from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceError, compare
 
     rtol, rtol_per = parse_tol(rtol_items, "--rtol")
@@ -250,7 +253,10 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
               seconds: float | None, warmup: int, threads: int | None, concurrency: int, profile: bool,
               no_fuse: bool, as_json: bool, quiet: bool) -> None:
     """Benchmark MODEL: load and first-run times, warm-up, then timed runs; latency min/median/p90/p99
-    and throughput (with --concurrency N, from N threads); --profile adds per-layer times."""
+    and throughput (with --concurrency N, from N threads); --profile adds per-layer times.
+
+    \b
+    Example:  irnorm bench model.xml --shape x=1,3,224,224 -t 10 --profile"""
     import time
 
     from .bench import bench
@@ -355,7 +361,10 @@ class _Progress:
 def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet: bool) -> None:
     """Draw MODEL's graph: layers with type and key attributes, edges with shapes and dtypes.
 
-    A broken model is drawn too, its bad layers in red (exit 1 then: irnorm validate lists the errors)."""
+    A broken model is drawn too, its bad layers in red (exit 1 then: irnorm validate lists the errors).
+
+    \b
+    Example:  irnorm graph model.xml -o graph.html"""
     from ..api import read_graph
     from .dot import FORMATS, GraphvizMissing, graphviz_available, write_graph
 
