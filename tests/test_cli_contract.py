@@ -196,3 +196,21 @@ def test_bench_reports_like_benchmark_app(capsys):
 def test_every_help_carries_an_example(capsys, command):
     code, out, _ = invoke(capsys, *command, "--help")
     assert code == 0 and "Example:  irnorm " in out
+
+
+def test_packaging_public_names_version_and_typing():
+    from importlib import metadata
+
+    import irnorm
+
+    assert irnorm.__version__ == metadata.version("irnorm")
+    for name in ("Model", "TensorSpec", "RunResult", "LayerOutput", "LayerTime", "ArgumentError", "load"):
+        assert name in irnorm.__all__ and hasattr(irnorm, name)
+    assert irnorm.load.__annotations__["return"] in ("Model", irnorm.Model)
+    root = Path(irnorm.__file__).parent
+    assert (root / "py.typed").exists()
+    repo = root.parent
+    if (repo / "pyproject.toml").exists():  # a source checkout: the files the release carries
+        text = (repo / "pyproject.toml").read_text()
+        assert 'license = "Apache-2.0"' in text and "Apache License" in (repo / "LICENSE").read_text()
+        assert (repo / "CHANGELOG.md").exists() and "openvino = [" in text
