@@ -171,3 +171,58 @@ def test_fused_and_unfused_refuse_bad_inputs_alike(tmp_path):
                 irnorm.load(xml, fuse=fuse).run(bad)
             codes.append(e.value.code)
         assert codes[0] == codes[1] == "IRN061"
+
+
+def _rms_norm(shape, dtype, variant, with_weight, rng):
+    """RMSNorm as exporters write it (llama: Power, ReduceMean, Add, Sqrt, Divide(1, .), Multiply(x, .),
+    Multiply(weight, .)); `variant` "div" divides x by the root directly, "rsqrt" uses Power(., -0.5)."""
+    x = op1.parameter([-1, -1, shape[2]], dtype, name="x")
+    ms = op1.reduce_mean(op1.power(x, op1.constant(np.array([[[2.0]]], dtype))), op1.constant(np.array([-1])), True)
+    v = op1.add(ms, op1.constant(np.array([[[1e-6]]], dtype)))
+    if variant == "rsqrt":
+        y = op1.multiply(x, op1.power(v, op1.constant(np.array(-0.5, dtype))))
+    elif variant == "div":
+        y = op1.divide(x, op1.sqrt(v))
+    else:
+        y = op1.multiply(x, op1.divide(op1.constant(np.array([[[1.0]]], dtype)), op1.sqrt(v)))
+    if with_weight:
+        y = op1.multiply(op1.constant(rng.standard_normal((1, 1, shape[2])).astype(dtype)), y)
+    return _model(_named(y, "y"), [x])
+
+
+@pytest.mark.parametrize("variant", ["reciprocal", "div", "rsqrt"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rms_norm_decomposition_is_one_normalization(tmp_path, variant, dtype):
+    rng = np.random.default_rng(9)
+    for with_weight in (True, False):
+        xml = save(_rms_norm((2, 5, 64), dtype, variant, with_weight, rng), tmp_path, f"rms{with_weight}")
+        m = irnorm.load(xml)
+        assert len(m.fused_steps) == 1 and m.fused_steps[0][0].startswith("RMSNorm("), m.fused_steps
+        for shape in [(2, 5, 64), (1, 9, 64)]:
+            x = (rng.standard_normal(shape) * 4).astype(dtype)
+            x[0, 0] = 0  # an all-zero row: eps keeps it finite
+            got, want = m.run({"x": x})["y"], irnorm.load(xml, fuse=False).run({"x": x})["y"]
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=TOL[dtype][0] * 4,
+                                       atol=TOL[dtype][1] * 4 * float(np.abs(want).max()))
+            compare_with_openvino(xml, {"x": x})
+
+
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_f_normalize_decomposition_is_one_normalization(tmp_path, with_weight):
+    """ReduceL2 -> Maximum(eps) -> Divide(x, .) [-> Multiply by a weight] (torch's F.normalize, SSD's L2Norm)."""
+    rng = np.random.default_rng(10)
+    x = op1.parameter([-1, 16, 5, 5], np.float32, name="x")
+    n = op1.maximum(op1.constant(np.array(1e-12, np.float32)),
+                    ov.opset4.reduce_l2(x, op1.constant(np.array([1])), True))
+    y = op1.divide(x, n)
+    if with_weight:
+        y = op1.multiply(op1.constant(np.full((1, 16, 1, 1), 20.0, np.float32)), y)
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "l2")
+    m = irnorm.load(xml)
+    assert len(m.fused_steps) == 1 and m.fused_steps[0][0].startswith("L2Norm(")
+    data = rng.standard_normal((3, 16, 5, 5)).astype(np.float32)
+    data[0, :, 0, 0] = 0  # a zero vector: divided by eps, stays 0
+    got, want = m.run({"x": data})["y"], irnorm.load(xml, fuse=False).run({"x": data})["y"]
+    np.testing.assert_allclose(got, want, rtol=4e-6, atol=4e-6 * float(np.abs(want).max()))
+    assert np.all(got[0, :, 0, 0] == 0)
+    compare_with_openvino(xml, {"x": data})

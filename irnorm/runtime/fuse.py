@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -245,7 +246,143 @@ def scale_chain(fc: FuseContext, node: Node) -> Fusion | None:
     return Fusion(nodes, [x_src], run, "+".join(n.op_type for n in nodes) if len(nodes) > 1 else "Power")
 
 
-RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, scale_chain)
+# ---- RMSNorm and F.normalize decompositions: one normalization each ------------------------------
+
+
+def _scalar(v: np.ndarray | None) -> float | None:
+    return float(v.reshape(-1)[0]) if v is not None and v.size == 1 else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is not None and b is not None and tuple(a) == tuple(b)
+
+
+def _trailing_scale(fc: FuseContext, node: Node, x_shape: tuple[int, ...]) -> tuple[Node, np.ndarray] | None:
+    """An optional Multiply of `node`'s output by a constant that keeps the data's shape (a norm's weight)."""
+    hit = fc.sole_consumer(node, ("Multiply",))
+    if hit is None or not _binary_numpy(hit[0]):
+        return None
+    w = fc.const(fc.other_operand(hit[0], hit[1]))
+    return (hit[0], w) if w is not None and _keeps_shape(w, x_shape) else None
+
+
+def _normalize_kernel(x_dtype: str, rank: int, axes: list[int], mode_name: str, eps: float,
+                      weight: np.ndarray | None) -> Kernel:
+    """moments.normalize without centering (sum of squares), the weight fused when the engine's
+    affine layout allows it, else applied after (in the compute type, rounding once)."""
+    from ..ir.dtypes import compute_dtype
+    from ..kernels import moments
+    from ..ops.layer_norm import affine_tables, pad_rank
+
+    mode = getattr(moments, mode_name)
+    dt = ELEMENT_TYPES[x_dtype]
+    w = None if weight is None else pad_rank(np.asarray(weight, dt), rank)
+
+    def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = ins[0]
+        if w is None or x.size == 0:
+            return [moments.normalize(x, axes, mode, eps, center=False, out_dtype=x.dtype)]
+        plan = affine_tables(x.shape, axes, [w])
+        if plan is not None:
+            (tw,), o_mod, seg_len = plan
+            return [moments.normalize(x, axes, mode, eps, center=False, scale=tw, o_mod=o_mod, seg_len=seg_len,
+                                      out_dtype=x.dtype)]
+        cdt = compute_dtype(x.dtype)
+        y = moments.normalize(x, axes, mode, eps, center=False, out_dtype=cdt)
+        y *= w.astype(cdt)
+        return [y.astype(x.dtype, copy=False)]
+
+    return run
+
+
+def rms_norm(fc: FuseContext, node: Node) -> Fusion | None:
+    """Power(x, 2) -> ReduceMean(keep_dims) -> Add eps -> Sqrt -> Divide(1, .) -> Multiply(x, .)
+    (or Divide(x, .), or Power(., -0.5) -> Multiply(x, .)) [-> Multiply by a weight]: how an exported
+    RMSNorm arrives; one pass of the moments engine without centering."""
+    if node.op_type != "Power" or not _binary_numpy(node) or node.sources[0] is None:
+        return None
+    x_src = tuple(node.sources[0])
+    x_info = fc.info(x_src)
+    if _scalar(fc.const(fc.other_operand(node, 0))) != 2.0 or x_info.shape is None:
+        return None
+    if x_info.dtype not in ("f32", "f16", "bf16"):
+        return None
+    hit = fc.sole_consumer(node, ("ReduceMean",))
+    if hit is None or hit[1] != 0 or not hit[0].attrs.get("keep_dims"):
+        return None
+    mean = hit[0]
+    axes_v = fc.const(tuple(mean.sources[1]))
+    hit = fc.sole_consumer(mean, ("Add",))
+    if axes_v is None or hit is None or not _binary_numpy(hit[0]):
+        return None
+    add = hit[0]
+    eps = _scalar(fc.const(fc.other_operand(add, hit[1])))
+    nodes = [node, mean, add]
+    hit = fc.sole_consumer(add, ("Sqrt", "Power"))
+    if eps is None or eps < 0 or hit is None:
+        return None
+    root = hit[0]
+    nodes.append(root)
+    if root.op_type == "Power":  # rsqrt as Power(., -0.5), then Multiply(x, .)
+        if hit[1] != 0 or _scalar(fc.const(fc.other_operand(root, 0))) != -0.5:
+            return None
+        last = fc.sole_consumer(root, ("Multiply",))
+        if last is None or not _same(fc.other_operand(last[0], last[1]), x_src):
+            return None
+        nodes.append(last[0])
+    else:
+        hit = fc.sole_consumer(root, ("Divide",))
+        if hit is None or hit[1] != 1:
+            return None
+        div = hit[0]
+        nodes.append(div)
+        if not _same(div.sources[0], x_src):  # Divide(1, sqrt) then Multiply(x, .)
+            if _scalar(fc.const(tuple(div.sources[0]))) != 1.0:
+                return None
+            last = fc.sole_consumer(div, ("Multiply",))
+            if last is None or not _same(fc.other_operand(last[0], last[1]), x_src):
+                return None
+            nodes.append(last[0])
+    weight = _trailing_scale(fc, nodes[-1], x_info.shape)
+    if weight is not None:
+        nodes.append(weight[0])
+    rank = len(x_info.shape)
+    axes = sorted(set(normalize_axes([int(a) for a in axes_v.reshape(-1)], rank)))
+    kernel = _normalize_kernel(x_info.dtype, rank, axes, "INSIDE_SQRT", eps, None if weight is None else weight[1])
+    return Fusion(nodes, [x_src], kernel, "RMSNorm(" + "+".join(n.op_type for n in nodes) + ")")
+
+
+def l2_normalize(fc: FuseContext, node: Node) -> Fusion | None:
+    """ReduceL2(x, keep_dims) -> Maximum(., eps) -> Divide(x, .) [-> Multiply by a weight]: how
+    F.normalize arrives.  x / max(||x||, eps) is NormalizeL2's max mode with eps squared."""
+    if node.op_type != "ReduceL2" or not node.attrs.get("keep_dims") or node.sources[0] is None:
+        return None
+    x_src = tuple(node.sources[0])
+    x_info = fc.info(x_src)
+    axes_v = fc.const(tuple(node.sources[1]))
+    if axes_v is None or x_info.shape is None or x_info.dtype not in ("f32", "f16", "bf16"):
+        return None
+    hit = fc.sole_consumer(node, ("Maximum",))
+    if hit is None or not _binary_numpy(hit[0]):
+        return None
+    mx = hit[0]
+    eps = _scalar(fc.const(fc.other_operand(mx, hit[1])))
+    hit = fc.sole_consumer(mx, ("Divide",))
+    if eps is None or eps < 0 or hit is None or hit[1] != 1 or not _same(hit[0].sources[0], x_src):
+        return None
+    nodes = [node, mx, hit[0]]
+    weight = _trailing_scale(fc, hit[0], x_info.shape)
+    if weight is not None:
+        nodes.append(weight[0])
+    rank = len(x_info.shape)
+    axes = sorted(set(normalize_axes([int(a) for a in axes_v.reshape(-1)], rank)))
+    if not axes:
+        return None  # empty axes: ReduceL2 is |x| elementwise; leave it to the layers
+    kernel = _normalize_kernel(x_info.dtype, rank, axes, "L2_MAX", eps * eps, None if weight is None else weight[1])
+    return Fusion(nodes, [x_src], kernel, "L2Norm(" + "+".join(n.op_type for n in nodes) + ")")
+
+
+RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
