@@ -52,6 +52,12 @@ class Step:
     frees: list[Value]  # values dead after this step
     covers: list[Node] | None = None  # a fused step: every layer it stands for, in order (runtime/fuse.py)
     label: str = ""  # a fused step: e.g. "MVN+Multiply+Add"
+    # the flat form execute() runs (Plan.assign_slots): the operand list with constants already in
+    # place, the (position, slot) of each runtime operand, the slots of the outputs, the slots to free
+    argv: list[Any] | None = None
+    arg_slots: tuple[tuple[int, int], ...] = ()
+    out_slots: tuple[int, ...] = ()
+    free_slots: tuple[int, ...] = ()
 
     @property
     def nodes(self) -> list[Node]:
@@ -66,6 +72,23 @@ class Plan:
     steps: list[Step]
     constants: dict[Value, np.ndarray]
     outputs: list[Value]
+    slot_of: dict[Value, int] | None = None  # runtime value -> its slot in execute()'s value list
+
+    def assign_slots(self) -> None:
+        """The flat plan: every runtime value (inputs, step outputs) gets a slot in one list, and each
+        step knows where its operands come from -- no dict lookups or copies per call."""
+        slot_of: dict[Value, int] = {}
+        for pi in self.graph.parameters:
+            slot_of[(pi, 0)] = len(slot_of)
+        for st in self.steps:
+            for k in range(len(st.node.outputs)):
+                slot_of[(st.node.index, k)] = len(slot_of)
+        for st in self.steps:
+            st.argv = [self.constants.get(a) for a in st.args]
+            st.arg_slots = tuple((i, slot_of[a]) for i, a in enumerate(st.args) if a not in self.constants)
+            st.out_slots = tuple(slot_of[(st.node.index, k)] for k in range(len(st.node.outputs)))
+            st.free_slots = tuple(slot_of[a] for a in st.frees if a in slot_of)
+        self.slot_of = slot_of
 
     @property
     def parameters(self) -> list[int]:
@@ -180,7 +203,9 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True) -> Plan:
     for a, k in last.items():
         if a not in keep and a not in constants:
             steps[k].frees.append(a)
-    return Plan(graph, steps, constants, list(outputs))
+    plan = Plan(graph, steps, constants, list(outputs))
+    plan.assign_slots()
+    return plan
 
 
 def _folded(node: Node) -> bool:
