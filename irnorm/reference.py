@@ -33,6 +33,7 @@ __all__ = [
     "mvn1_axes",
     "mvn6",
     "normalize_l2",
+    "reduce",
     "scale",
     "scale_int8_output",
     "trt_normalization",
@@ -405,3 +406,24 @@ def convert(x: ArrayLike, destination_dtype: DTypeLike) -> np.ndarray:
     not float64).  OpenVINO's own float-to-integer rounding and saturation rules are not modelled.
     """
     return np.asarray(x).astype(destination_dtype)
+
+
+# ---- reductions ------------------------------------------------------------------------------------
+
+
+def reduce(kind: str, x: ArrayLike, axes: Sequence[int], keep_dims: bool) -> np.ndarray:
+    """OpenVINO ReduceSum/Mean/Max/Min/Prod-1, ReduceL1/L2-4, ReduceLogicalAnd/Or-1 over `axes`
+    (negative counting from the back, repeats acting as a set).  Empty axes reduce over nothing
+    (the identity; |x| for L1 and L2).  Floats in float64; booleans for the logical ones."""
+    a = np.asarray(x)
+    ax = _axes(axes, a.ndim) if len(axes) else ()
+    if kind in ("and", "or"):
+        b = a.astype(bool)
+        return (np.all if kind == "and" else np.any)(b, axis=ax, keepdims=keep_dims) if ax else b.copy()
+    v = _f64(a)
+    if not ax:
+        return np.abs(v) if kind in ("l1", "l2") else v
+    fn = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod,
+          "l1": lambda t, axis, keepdims: np.sum(np.abs(t), axis=axis, keepdims=keepdims),
+          "l2": lambda t, axis, keepdims: np.sqrt(np.sum(t * t, axis=axis, keepdims=keepdims))}[kind]
+    return fn(v, axis=ax, keepdims=keep_dims)

@@ -205,22 +205,17 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf_vec(x) if x.size else np.asarray(x, np.float64)
 
 
-def _reduce(fn: Callable[..., np.ndarray]) -> RefFn:
+def _reduce_ref(kind: str) -> RefFn:
+    """A reduction through irnorm/reference.py's reduce (integers: in their type; Mean truncates)."""
     def run(c: RefCall) -> list[np.ndarray]:
         x = c.ins[0]
-        axes = tuple(_axes(c.ins[1], x.ndim)) if len(c.ins) > 1 else tuple(range(x.ndim))
-        keep = bool(c.a("keep_dims"))
-        if not axes:
-            return [x.copy()]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return [fn(x, axis=axes, keepdims=keep)]
+            y = R.reduce(kind, x, _ints(c.ins[1]), bool(c.a("keep_dims")))
+        if x.dtype.kind in "iu":
+            y = np.trunc(y).astype(x.dtype) if kind == "mean" else y.astype(x.dtype)
+        return [y]
 
     return run
-
-
-def _reduce_l2(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    xf = np.asarray(x, np.float64)
-    return np.sqrt(np.sum(xf * xf, axis=axis, keepdims=keepdims))
 
 
 def _reshape(c: RefCall) -> list[np.ndarray]:
@@ -330,12 +325,15 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Erf": _unary(lambda x: _erf(x)),
     "Sigmoid": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
     "Tanh": _unary(np.tanh),
-    "ReduceMean": _reduce(np.mean),
-    "ReduceSum": _reduce(np.sum),
-    "ReduceMax": _reduce(np.max),
-    "ReduceMin": _reduce(np.min),
-    "ReduceProd": _reduce(np.prod),
-    "ReduceL2": _reduce(_reduce_l2),
+    "ReduceMean": _reduce_ref("mean"),
+    "ReduceSum": _reduce_ref("sum"),
+    "ReduceMax": _reduce_ref("max"),
+    "ReduceMin": _reduce_ref("min"),
+    "ReduceProd": _reduce_ref("prod"),
+    "ReduceL1": _reduce_ref("l1"),
+    "ReduceL2": _reduce_ref("l2"),
+    "ReduceLogicalAnd": _reduce_ref("and"),
+    "ReduceLogicalOr": _reduce_ref("or"),
     "Reshape": _reshape,
     "Squeeze": _squeeze,
     "Unsqueeze": _unsqueeze,
