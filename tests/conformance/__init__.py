@@ -27,6 +27,7 @@ import numpy as np
 # Explicit list (no directory scan): one line per family module.
 FAMILIES = (
     "norms",
+    "compute",
 )
 
 
