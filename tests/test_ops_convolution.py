@@ -133,8 +133,10 @@ def test_same_upper_ignores_explicit_pads_dynamic(tmp_path):
         np.testing.assert_allclose(y, exp, rtol=1e-5, atol=1e-5)
 
 
-def test_batch_chunks_of_the_unfolded_buffer(tmp_path, monkeypatch):
-    """A small unfold budget forces one GEMM per batch chunk; results are unchanged."""
+@pytest.mark.parametrize("budget", [300, 2000])
+def test_tiles_of_the_unfolded_buffer(tmp_path, monkeypatch, budget):
+    """A small unfold budget forces one GEMM per block of output rows (300) or of images (2000);
+    results are unchanged."""
     from irnorm.kernels import conv
 
     rng = np.random.default_rng(4)
@@ -143,7 +145,7 @@ def test_batch_chunks_of_the_unfolded_buffer(tmp_path, monkeypatch):
     wd = rng.standard_normal((4, 2, 2, 3)).astype(np.float32)
     exp = R.group_convolution(x, w, [1, 2], [1, 0], [1, 2], [1, 1])
     expd = R.convolution_backprop_data(x, wd, [2, 1], [1, 0], [0, 1], [1, 2])
-    monkeypatch.setattr(conv, "COL_BUDGET", 300)
+    monkeypatch.setattr(conv, "COL_BUDGET", budget)
     y = run_model(_conv("GroupConvolution", x.shape, w, {"strides": [1, 2], "pads_begin": [1, 0],
                                                          "pads_end": [1, 2]}), tmp_path / "g", {"x": x})["y"]
     np.testing.assert_allclose(y, exp, rtol=1e-5, atol=1e-5)

@@ -8,8 +8,9 @@ converted by the caller.
 * ``conv_forward``: dense and grouped convolution.  The input is unfolded by ``im2col`` (a Numba
   parallel kernel over (n, c, tap) rows) into ``col [N, G, C/G*K, P]`` and multiplied by the weights
   ``[G, Cout/G, C/G*K]`` with one batched ``np.matmul`` (BLAS sgemm/dgemm per (n, g)); the product is
-  already NCHW.  A 1x1 convolution with unit strides and no padding skips the unfold.  The batch is
-  processed in chunks so the unfolded buffer stays bounded.
+  already NCHW.  A 1x1 convolution with unit strides and no padding skips the unfold.  The unfold is
+  done per block of images, or per block of output rows of one large image, so it stays within
+  COL_BUDGET elements (a 224x224 VGG layer would otherwise unfold to hundreds of MB).
 * ``depthwise``: groups == C with one input channel per group: a direct parallel loop per (n, out
   channel) — a GEMM with K = k*k per channel is all overhead (benchmarks/conv_matmul.py).
 * ``conv_backprop``: ``col = W^T @ x`` (BLAS) then ``col2im`` scatter-adds each column into the
@@ -21,13 +22,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-# Unfolded-buffer budget per chunk of the batch (elements).
-COL_BUDGET = 1 << 24
+# Unfolded-buffer budget (elements) per block of images or, for a large image, of output rows.
+COL_BUDGET = 1 << 22
 
 
 @njit(nogil=True, parallel=True, cache=True)
-def im2col(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, od, oh, ow):
-    """x [N, C, D, H, W] -> col [N, C*kd*kh*kw, od*oh*ow] (zeros where the window is in the padding)."""
+def im2col(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1):
+    """x [N, C, D, H, W] -> col [N, C*kd*kh*kw, (r1-r0)*ow]: output rows r0..r1-1 of the flattened
+    (oz, oy) rows (row r is oz = r // oh, oy = r % oh); zeros where the window is in the padding."""
     n_count, c_count, d_in, h_in, w_in = x.shape
     taps = kd * kh * kw
     rows = n_count * c_count * taps
@@ -53,28 +55,31 @@ def im2col(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, od, oh, ow):
         if lo > hi:
             lo = hi
         p = 0
-        for oz in range(od):
-            iz = oz * sd - pd + kz * dd
-            for oy in range(oh):
-                iy = oy * sh - ph + ky * dh
-                if iz < 0 or iz >= d_in or iy < 0 or iy >= h_in:
-                    for ox in range(ow):
-                        dst[p + ox] = 0
+        for rr in range(r0, r1):
+            iz = (rr // oh) * sd - pd + kz * dd
+            iy = (rr % oh) * sh - ph + ky * dh
+            if iz < 0 or iz >= d_in or iy < 0 or iy >= h_in:
+                for ox in range(ow):
+                    dst[p + ox] = 0
+            else:
+                src = x[n, c, iz, iy]
+                for ox in range(lo):
+                    dst[p + ox] = 0
+                if sw == 1:
+                    for ox in range(lo, hi):
+                        dst[p + ox] = src[ox + off_x]
                 else:
-                    src = x[n, c, iz, iy]
-                    for ox in range(lo):
-                        dst[p + ox] = 0
                     for ox in range(lo, hi):
                         dst[p + ox] = src[ox * sw + off_x]
-                    for ox in range(hi, ow):
-                        dst[p + ox] = 0
-                p += ow
+                for ox in range(hi, ow):
+                    dst[p + ox] = 0
+            p += ow
 
 
 @njit(nogil=True, parallel=True, cache=True)
-def col2im(col, out, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, id_, ih, iw):
-    """Transposed unfold: out [N, Co, D, H, W] += col [N, Co*taps, id*ih*iw] at
-    out[z = iz*sd - pd + kz*dd, ...].  `out` must be zeroed."""
+def col2im(col, out, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, ih, iw, r0, r1):
+    """Transposed unfold: out [N, Co, D, H, W] += col [N, Co*taps, (r1-r0)*iw], the columns of input
+    rows r0..r1-1 of the flattened (iz, iy) rows, added at out[z = iz*sd - pd + kz*dd, ...]."""
     n_count, co_count, d_out, h_out, w_out = out.shape
     taps = kd * kh * kw
     for task in prange(n_count * co_count):
@@ -88,17 +93,16 @@ def col2im(col, out, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, id_, ih, iw
             src = col[n, co * taps + t]
             off_x = kx * dw - pw
             p = 0
-            for iz in range(id_):
-                z = iz * sd - pd + kz * dd
-                for iy in range(ih):
-                    y = iy * sh - ph + ky * dh
-                    if z >= 0 and z < d_out and y >= 0 and y < h_out:
-                        row = plane[z, y]
-                        for ix in range(iw):
-                            xx = ix * sw + off_x
-                            if xx >= 0 and xx < w_out:
-                                row[xx] += src[p + ix]
-                    p += iw
+            for rr in range(r0, r1):
+                z = (rr // ih) * sd - pd + kz * dd
+                y = (rr % ih) * sh - ph + ky * dh
+                if z >= 0 and z < d_out and y >= 0 and y < h_out:
+                    row = plane[z, y]
+                    for ix in range(iw):
+                        xx = ix * sw + off_x
+                        if xx >= 0 and xx < w_out:
+                            row[xx] += src[p + ix]
+                p += iw
 
 
 @njit(nogil=True, parallel=True, cache=True)
@@ -137,8 +141,12 @@ def depthwise(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw):
                                 hi = (w_in - off_x + sw - 1) // sw
                             if hi > ow:
                                 hi = ow
-                            for ox in range(lo, hi):
-                                dst[ox] += wv * src[ox * sw + off_x]
+                            if sw == 1:  # contiguous: vectorizes
+                                for ox in range(lo, hi):
+                                    dst[ox] += wv * src[ox + off_x]
+                            else:
+                                for ox in range(lo, hi):
+                                    dst[ox] += wv * src[ox * sw + off_x]
 
 
 def _as3d(shape, fill=1):
@@ -150,6 +158,21 @@ def _geom(k_spatial, strides, dilations, pads_begin, spatial):
     return ([int(v) for v in _as3d(k_spatial)], [int(v) for v in _as3d(strides)],
             [int(v) for v in _as3d(dilations)], [int(v) for v in _as3d(pads_begin, 0)],
             [int(v) for v in _as3d(spatial)])
+
+
+def _tiles(n: int, rows: int, per_row: int):
+    """(n0, n1, r0, r1) blocks of images x flattened output rows whose unfolded size (per_row elements
+    per image row) stays within COL_BUDGET: whole images when one fits, else row tiles of one image."""
+    per_image = rows * per_row
+    if per_image <= COL_BUDGET:
+        chunk = max(1, COL_BUDGET // max(1, per_image))
+        for n0 in range(0, n, chunk):
+            yield n0, min(n, n0 + chunk), 0, rows
+        return
+    step = max(1, COL_BUDGET // max(1, per_row))
+    for n0 in range(n):
+        for r0 in range(0, rows, step):
+            yield n0, n0 + 1, r0, min(rows, r0 + step)
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial
@@ -167,20 +190,20 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
     kk, s, d, pb, o3 = _geom(k_spatial, strides, dilations, pads_begin, out_spatial)
     p_out = o3[0] * o3[1] * o3[2]
     x5 = np.ascontiguousarray(x).reshape((n, c) + _as3d(x.shape[2:]))
-    trivial = kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]
-    ck = c * kk[0] * kk[1] * kk[2]
-    chunk = max(1, COL_BUDGET // max(1, ck * p_out))
     res = out.reshape(n, g, cpg, p_out)
-    for n0 in range(0, n, chunk):
-        n1 = min(n, n0 + chunk)
-        if trivial:
-            col = x5[n0:n1].reshape(n1 - n0, g, ck // g, p_out)
+    ck = c * kk[0] * kk[1] * kk[2]
+    if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
+        np.matmul(w, x5.reshape(n, g, ck // g, p_out), out=res)  # 1x1: no unfold
+        return out
+    for n0, n1, r0, r1 in _tiles(n, o3[0] * o3[1], ck * o3[2]):
+        col = np.empty((n1 - n0, ck, (r1 - r0) * o3[2]), x.dtype)
+        im2col(x5[n0:n1], col, kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2],
+               o3[1], o3[2], r0, r1)
+        col = col.reshape(n1 - n0, g, ck // g, col.shape[-1])
+        if r0 == 0 and r1 == o3[0] * o3[1]:
+            np.matmul(w, col, out=res[n0:n1])
         else:
-            col = np.empty((n1 - n0, ck, p_out), x.dtype)
-            im2col(x5[n0:n1], col, kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2],
-                   o3[0], o3[1], o3[2])
-            col = col.reshape(n1 - n0, g, ck // g, p_out)
-        np.matmul(w, col, out=res[n0:n1])
+            res[n0:n1, :, :, r0 * o3[2]:r1 * o3[2]] = np.matmul(w, col)
     return out
 
 
@@ -211,13 +234,10 @@ def conv_backprop(x: np.ndarray, wt: np.ndarray, k_spatial, strides, dilations, 
     if out.size == 0 or cin == 0 or x.size == 0:
         return out
     i3 = [int(v) for v in _as3d(x.shape[2:])]
-    p_in = i3[0] * i3[1] * i3[2]
-    xm = np.ascontiguousarray(x).reshape(n, cin, p_in)
+    xm = np.ascontiguousarray(x).reshape(n, cin, i3[0] * i3[1] * i3[2])
     out5 = out.reshape((n, cout) + tuple(o3))
-    chunk = max(1, COL_BUDGET // max(1, wt.shape[0] * p_in))
-    for n0 in range(0, n, chunk):
-        n1 = min(n, n0 + chunk)
-        col = np.matmul(wt, xm[n0:n1])  # [n, Cout*taps, P_in]
+    for n0, n1, r0, r1 in _tiles(n, i3[0] * i3[1], wt.shape[0] * i3[2]):
+        col = np.matmul(wt, xm[n0:n1, :, r0 * i3[2]:r1 * i3[2]])  # [n, Cout*taps, rows*iw]
         col2im(col, out5[n0:n1], kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2],
-               i3[0], i3[1], i3[2])
+               i3[1], i3[2], r0, r1)
     return out

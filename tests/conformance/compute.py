@@ -54,7 +54,11 @@ def _matmul_case(rng: np.random.Generator) -> Case:
         dt = _dtype(rng)
         a, b = floats(rng, sa, dt), floats(rng, sb, dt)
     params = (0, 1) if rng.integers(2) else (0,)  # B a Const (a Linear layer) half the time
-    return Case((a, b), {"transpose_a": ta, "transpose_b": tb}, params=params, dynamic=bool(rng.integers(2)),
+    dynamic = bool(rng.integers(2))
+    odd = ""
+    if dynamic and params == (0,) and b.ndim > 2:
+        odd = "CPU plugin: FullyConnected with a batched constant B and dynamic A fails (Can not clone with new dims)"
+    return Case((a, b), {"transpose_a": ta, "transpose_b": tb}, params=params, dynamic=dynamic, not_openvino=odd,
                 label=f"{_name(dt)} A{sa} B{sb} ta={ta} tb={tb} params={params}")
 
 
@@ -164,8 +168,8 @@ def _backprop_case(rng: np.random.Generator) -> Case:
     odd = ""
     if dynamic and 1 in params:
         odd = "CPU plugin: no dynamic weights shape"
-    elif dynamic and len(inputs) > 2 and rank == 1 and attrs["strides"][0] > 1:
-        odd = "CPU plugin fails to compile (Can not clone DnnlBlockedMemoryDesc): dynamic 1-D, output_shape, stride > 1"
+    elif dynamic and len(inputs) > 2 and max(attrs["strides"]) > 1:
+        odd = "CPU plugin fails to compile (Can not clone DnnlBlockedMemoryDesc): dynamic data, output_shape, stride > 1"
     return Case(inputs, attrs, params=params, dynamic=dynamic, not_openvino=odd,
                 label=f"{_name(dt)} x{list(x.shape)} w{list(w.shape)} {attrs} "
                       f"output_shape={list(inputs[2]) if len(inputs) > 2 else None}")
