@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from irbuilder import expect_error, run_model, single_op_model
+from irbuilder import element_type, expect_error, run_model, single_op_model
 from ovutil import HAVE_OPENVINO, compare_with_openvino, requires_openvino, save
 
 import irnorm
@@ -22,10 +22,10 @@ if HAVE_OPENVINO:
 ATTRS = {"strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1], "auto_pad": "explicit"}
 
 
-def _conv(type_, x_shape, w, attrs=None, out_rank=None, extra=()):
+def _conv(type_, x_shape, w, attrs=None, out_rank=None, extra=(), et="f32"):
     attrs = dict(ATTRS, **(attrs or {}))
     rank = out_rank if out_rank is not None else len(x_shape)
-    return single_op_model(type_, [("param:x", (x_shape, "f32")), ("w", w), *extra],
+    return single_op_model(type_, [("param:x", (x_shape, et)), ("w", w), *extra],
                            [((-1,) * rank, "dynamic")], attrs, version="opset1")
 
 
@@ -105,9 +105,19 @@ def test_bad_auto_pad_and_types(tmp_path):
     b = single_op_model("Convolution", [("param:x", ((1, 2, 8, 8), "f32")), ("w", np.ones((3, 2, 3, 3), np.float16))],
                         [((-1,) * 4, "dynamic")], ATTRS, version="opset1")
     expect_error(b, tmp_path / "t", "IRN033", "filter")
-    b = single_op_model("Convolution", [("param:x", ((1, 2, 8, 8), "i32")), ("w", np.ones((3, 2, 3, 3), np.int32))],
+    b = single_op_model("Convolution", [("param:x", ((1, 2, 8, 8), "boolean")), ("w", np.ones((3, 2, 3, 3), bool))],
                         [((-1,) * 4, "dynamic")], ATTRS, version="opset1")
-    expect_error(b, tmp_path / "i", "IRN033", "floating-point")
+    expect_error(b, tmp_path / "b", "IRN033", "numeric")
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int64])
+def test_integer_convolution_wraps_exactly(tmp_path, dt):
+    """Integer data: exact sums wrapped to the element type (int8: 4*9*4*4 = 576 wraps to 64)."""
+    x = np.full((1, 4, 5, 5), 4, dt)
+    w = np.full((2, 4, 3, 3), 4, dt)
+    y = run_model(_conv("Convolution", x.shape, w, et=element_type(dt)), tmp_path, {"x": x})["y"]
+    assert y.dtype == dt
+    np.testing.assert_array_equal(y, np.full((1, 2, 3, 3), 576, np.int64).astype(dt))
 
 
 def test_output_shape_input_rules(tmp_path):

@@ -20,7 +20,9 @@ pads are ignored whenever output_shape is given; the plugin keeps ``pads_begin``
 Kernels (irnorm/kernels/conv.py): im2col + one batched BLAS GEMM for dense and grouped convolution
 (weights laid out once at load time when constant), a direct parallel kernel for depthwise
 convolution (one input channel per group), BLAS GEMM + col2im for the transposed convolution.
-f16 / bf16 compute in float32 and round once; f64 in float64.
+f16 / bf16 compute in float32 and round once; f64 in float64.  Integer data (the spec allows any numeric
+type) is computed in float64 — exact while the sums stay below 2**53 — and wrapped to the element type,
+as the reference's integer arithmetic does.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import Attr, AttrSchema, enum, optional, parse_int_list
-from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES, cast, compute_dtype
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, cast, compute_dtype
 from .base import (
     NodeContext,
     Op,
@@ -37,7 +39,6 @@ from .base import (
     fail,
     fmt_shape,
     register,
-    require_float,
     require_same_type,
     runtime_error,
 )
@@ -54,16 +55,12 @@ def _list_check(minimum: int, what: str):
     return check
 
 
-def _pads_list(text: str) -> list[int]:
-    return parse_int_list(text)
-
-
 def _common_attrs() -> list[Attr]:
     return [
         Attr("strides", parse_int_list, check=_list_check(1, "strides"), doc="one per spatial dim, >= 1"),
-        optional("pads_begin", _pads_list, [], check=_list_check(0, "pads_begin"),
+        optional("pads_begin", parse_int_list, [], check=_list_check(0, "pads_begin"),
                  doc="one per spatial dim, >= 0 (used with auto_pad explicit)"),
-        optional("pads_end", _pads_list, [], check=_list_check(0, "pads_end"),
+        optional("pads_end", parse_int_list, [], check=_list_check(0, "pads_end"),
                  doc="one per spatial dim, >= 0 (used with auto_pad explicit)"),
         Attr("dilations", parse_int_list, check=_list_check(1, "dilations"), doc="one per spatial dim, >= 1"),
         optional("auto_pad", AUTO_PAD, "explicit",
@@ -117,7 +114,9 @@ def forward_geometry(spatial, kernel, a: dict[str, list[int]], auto_pad: str
 
 
 def _check_data(ctx: NodeContext, what_filter: str, filter_rank_extra: int) -> tuple[str, tuple | None, tuple | None]:
-    t = require_float(ctx, 0, "data")
+    t = ctx.inputs[0].dtype
+    if t not in FLOAT_TYPES + INT_TYPES:
+        raise fail("IRN033", f"data must be a numeric tensor, got {t}")
     require_same_type(ctx, 0, 1, what_filter)
     x, w = ctx.inputs[0].shape, ctx.inputs[1].shape
     if x is not None and not 3 <= len(x) <= 5:
@@ -141,6 +140,19 @@ def _runtime(ctx: NodeContext):
                 raise runtime_error(ctx.layer, e.message) from None
         return run
     return wrap
+
+
+def _work_dtype(dtype: np.dtype) -> np.dtype:
+    """float32 for f32/f16/bf16, float64 for f64 and for integers (sums exact below 2**53)."""
+    return np.dtype(np.float64) if dtype.kind in "iu" else compute_dtype(dtype)
+
+
+def _to_output(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if y.dtype == dtype:
+        return y
+    if dtype.kind in "iu":  # exact integer sums, wrapped to the element type as C++ integer arithmetic does
+        return np.rint(y).astype(np.int64).astype(dtype)
+    return cast(y, dtype)
 
 
 class _ForwardBase(Op):
@@ -168,7 +180,7 @@ class _ForwardBase(Op):
         from ..kernels import conv  # lazy: validate never imports numba
 
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
-        work = compute_dtype(dtype)
+        work = _work_dtype(dtype)
         auto_pad = ctx.attrs["auto_pad"]
         grouped = self.grouped
 
@@ -200,7 +212,7 @@ class _ForwardBase(Op):
                 y = conv.conv_depthwise(xc, wp, a["strides"], a["dilations"], begin, out_sp)
             else:
                 y = conv.conv_forward(xc, wp, k, a["strides"], a["dilations"], begin, out_sp)
-            return [y if y.dtype == dtype else cast(y, dtype)]
+            return [_to_output(y, dtype)]
 
         return run
 
@@ -322,7 +334,7 @@ class ConvolutionBackpropData(Op):
         from ..kernels import conv
 
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
-        work = compute_dtype(dtype)
+        work = _work_dtype(dtype)
         auto_pad = ctx.attrs["auto_pad"]
 
         def prepare(w: np.ndarray):
@@ -350,6 +362,6 @@ class ConvolutionBackpropData(Op):
                     raise fail("IRN032", f"output_shape {oshape} does not fit {rank} spatial dims")
             out_sp, begin = self._geometry(x.shape[2:], k, a, auto_pad, oshape)
             y = conv.conv_backprop(x.astype(work, copy=False), wt, k, a["strides"], a["dilations"], begin, out_sp)
-            return [y if y.dtype == dtype else cast(y, dtype)]
+            return [_to_output(y, dtype)]
 
         return run

@@ -7,8 +7,9 @@ result.  Float products go through numpy's BLAS (sgemm/dgemm; f16 and bf16 in fl
 once); integer products use numpy's integer matmul in the element type (wrapping, as C++ does).
 
 A constant B (a Linear layer's weight, often stored f16 behind a decompression Convert that folds
-at load time) is converted and laid out once when the kernel is built; a 2-D B against a
-contiguous batched A is one GEMM over all the batch rows.
+at load time) is prepared once when the kernel is built: f16/bf16 converted to float32 in the [K, N]
+layout, f32/f64 kept as the constant itself (a transposed view is a BLAS operand as it is, so a large
+weight is not copied).  A 2-D B against a contiguous batched A is one GEMM over all the batch rows.
 """
 
 from __future__ import annotations
@@ -82,10 +83,14 @@ class MatMul(Op):
         work = compute_dtype(dtype) if is_float else dtype
 
         def prep_b(b: np.ndarray) -> np.ndarray:
-            b = b.astype(work, copy=False)
+            """B as [..., K, N] in the compute type.  f32/f64 stay where they are (a transposed view is
+            a BLAS operand as it is: no copy of a large weight); f16/bf16 are converted once into the
+            [K, N] layout."""
             if b.ndim == 1:
-                return b.reshape(-1, 1)
-            return np.ascontiguousarray(np.swapaxes(b, -1, -2) if tb else b)
+                return b.astype(work).reshape(-1, 1)
+            if b.dtype == work:
+                return np.swapaxes(b, -1, -2) if tb else b
+            return np.ascontiguousarray(np.swapaxes(b, -1, -2) if tb else b, dtype=work)
 
         const_b = ctx.inputs[1].value
         b_ready = prep_b(np.asarray(const_b)) if const_b is not None else None
