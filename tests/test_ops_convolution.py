@@ -207,3 +207,27 @@ def test_openvino_conv_chain_two_dynamic_shapes(tmp_path):
     for shape in [(1, 3, 10, 12), (2, 3, 7, 12)]:
         got = compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})["y"]
         assert got.shape == (shape[0], 8, -(-shape[2] // 2), 5)
+
+
+def test_empty_kernel_and_out_of_range_attributes(tmp_path):
+    expect_error(_conv("Convolution", (1, 2, 5, 5), _w(3, 2, 0, 3)), tmp_path / "k", "IRN032", "empty kernel")
+    expect_error(_conv("ConvolutionBackpropData", (1, 2, 5, 5), _w(2, 3, 3, 0)), tmp_path / "kb", "IRN032",
+                 "empty kernel")
+    # int32 range: the kernels' int64 index arithmetic cannot overflow
+    expect_error(_conv("Convolution", (1, 2, 5, 5), _w(3, 2, 3, 3), {"strides": [2**31, 1]}), tmp_path / "s",
+                 "IRN023", "strides must all be in [1, 2147483647]")
+    expect_error(_conv("Convolution", (1, 2, 5, 5), _w(3, 2, 3, 3), {"pads_begin": [2**70, 0]}), tmp_path / "p",
+                 "IRN023", "pads_begin")
+
+
+def test_backprop_runtime_output_shape_out_of_range(tmp_path):
+    b = single_op_model("ConvolutionBackpropData", [("param:x", ((1, 2, 4, 4), "f32")), ("w", _w(2, 3, 3, 3)),
+                                                     ("param:os", ((2,), "i64"))],
+                        [((-1,) * 4, "dynamic")], ATTRS, version="opset1")
+    m = irnorm.load(b.save(tmp_path))
+    x = np.ones((1, 2, 4, 4), np.float32)
+    for os_, fragment in (([2**40, 3], "does not fit"), ([2**30, 2**30], "cannot allocate"),
+                          ([-1, 3], "does not fit")):
+        with pytest.raises(InputError) as e:
+            m.run({"x": x, "os": np.array(os_, np.int64)})
+        assert e.value.code == "IRN064" and fragment in str(e.value), str(e.value)

@@ -38,6 +38,7 @@ from .base import (
     TensorInfo,
     fail,
     fmt_shape,
+    prod,
     register,
     require_same_type,
     runtime_error,
@@ -46,13 +47,22 @@ from .base import (
 AUTO_PAD = enum("explicit", "same_upper", "same_lower", "valid", "notset")
 
 
+# Attribute values are kept in int32 range so the kernels' int64 index arithmetic cannot overflow.
+ATTR_MAX = 2**31 - 1
+
+
 def _list_check(minimum: int, what: str):
     def check(v: list[int]) -> str | None:
-        bad = [x for x in v if x < minimum]
-        return f"{what} must all be >= {minimum}, got {v}" if bad else None
+        bad = [x for x in v if not minimum <= x <= ATTR_MAX]
+        return f"{what} must all be in [{minimum}, {ATTR_MAX}], got {v}" if bad else None
 
-    check.__name__ = f"each >= {minimum}"
+    check.__name__ = f"each in [{minimum}, 2**31-1]"
     return check
+
+
+def _check_kernel(kernel) -> None:
+    if any(k == 0 for k in kernel):
+        raise fail("IRN032", f"the filter's spatial dims {list(kernel)} include 0: an empty kernel")
 
 
 def _common_attrs() -> list[Attr]:
@@ -87,6 +97,7 @@ def _spatial_attrs(attrs: dict, rank: int, names: tuple[str, ...]) -> dict[str, 
 def forward_geometry(spatial, kernel, a: dict[str, list[int]], auto_pad: str
                      ) -> tuple[list[int], list[int]]:
     """(output spatial dims, pads at the beginning) of a forward convolution; -1 where unknown."""
+    _check_kernel(kernel)
     out, begin = [], []
     for i, (n, k) in enumerate(zip(spatial, kernel, strict=True)):
         s, d = a["strides"][i], a["dilations"][i]
@@ -269,6 +280,7 @@ class ConvolutionBackpropData(Op):
     @staticmethod
     def _geometry(spatial, kernel, a, auto_pad, oshape):
         """(output spatial dims, pads at the beginning); -1 where unknown."""
+        _check_kernel(kernel)
         out, begin = [], []
         for i, (n, k) in enumerate(zip(spatial, kernel, strict=True)):
             s, d, op = a["strides"][i], a["dilations"][i], a["output_padding"][i]
@@ -358,10 +370,19 @@ class ConvolutionBackpropData(Op):
             oshape = None
             if len(ins) > 2:
                 oshape = [int(e) for e in np.asarray(ins[2]).reshape(-1)]
-                if len(oshape) != rank or any(e < 0 for e in oshape):
-                    raise fail("IRN032", f"output_shape {oshape} does not fit {rank} spatial dims")
+                if len(oshape) != rank or any(not 0 <= e <= ATTR_MAX for e in oshape):
+                    raise fail("IRN032", f"output_shape {oshape} does not fit {rank} spatial dims in [0, {ATTR_MAX}]")
             out_sp, begin = self._geometry(x.shape[2:], k, a, auto_pad, oshape)
-            y = conv.conv_backprop(x.astype(work, copy=False), wt, k, a["strides"], a["dilations"], begin, out_sp)
+            size = x.shape[0] * (wt.shape[0] // max(1, prod(k))) * prod(out_sp) * work.itemsize
+            too_big = fail("IRN032", f"the output [{x.shape[0]}, ?, {', '.join(map(str, out_sp))}] needs {size} bytes: "
+                                     f"cannot allocate")
+            if size >= 2**62:
+                raise too_big
+            try:
+                y = conv.conv_backprop(x.astype(work, copy=False), wt, k, a["strides"], a["dilations"], begin,
+                                       out_sp)
+            except MemoryError:
+                raise too_big from None
             return [_to_output(y, dtype)]
 
         return run
