@@ -231,3 +231,40 @@ def test_backprop_runtime_output_shape_out_of_range(tmp_path):
         with pytest.raises(InputError) as e:
             m.run({"x": x, "os": np.array(os_, np.int64)})
         assert e.value.code == "IRN064" and fragment in str(e.value), str(e.value)
+
+
+@requires_openvino
+@pytest.mark.parametrize("compress", [True, False])
+def test_onnx_export_conv_group_deconv_matmul(tmp_path, compress):
+    """A real export path: an ONNX graph (Conv auto_pad SAME_UPPER with bias, depthwise Conv, ConvTranspose,
+    MatMul) converted by OpenVINO's ONNX frontend and written by save_model (f16-compressed weights behind
+    decompression Converts, or f32), dynamic batch and height; irnorm against OpenVINO and onnxruntime."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    weights = {"W1": rng.standard_normal((8, 3, 3, 3)) * 0.3, "B1": rng.standard_normal(8),
+               "W2": rng.standard_normal((8, 1, 3, 3)) * 0.3, "W3": rng.standard_normal((8, 4, 2, 2)) * 0.3,
+               "W4": rng.standard_normal((32, 6))}
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], auto_pad="SAME_UPPER", strides=[2, 2]),
+             helper.make_node("Conv", ["c1", "W2"], ["c2"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("ConvTranspose", ["c2", "W3"], ["c3"], strides=[2, 2]),
+             helper.make_node("MatMul", ["c3", "W4"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, "H2", 6])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    onnx_path = tmp_path / "chain.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(onnx_path))
+    xml = save(ov.convert_model(str(onnx_path)), tmp_path, "chain", compress_to_fp16=compress)
+    text = xml.read_text()
+    assert 'auto_pad="same_upper"' in text and "ConvolutionBackpropData" in text and "GroupConvolution" in text
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    for shape in [(1, 3, 16, 32), (2, 3, 11, 32)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = compare_with_openvino(xml, {"x": x})["y"]
+        assert got.shape == (shape[0], 4, 2 * -(-shape[2] // 2), 6)
+        if not compress:
+            (exp,) = sess.run(None, {"x": x})
+            np.testing.assert_allclose(got, exp, rtol=1e-4, atol=1e-4 * float(np.abs(exp).max()))
