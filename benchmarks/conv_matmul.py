@@ -7,6 +7,11 @@ depthwise workload the GEMM formulation (grouped im2col + batched GEMM) is timed
 direct kernel irnorm uses.
 
     PYTHONPATH=$PWD python benchmarks/conv_matmul.py [--repeat 30]
+
+The GEMMs run in numpy's OpenBLAS with its own threads (all cores by default).  On a machine whose
+cores are busy with other work, OpenBLAS's spinning threads lose badly to preemption (measured here:
+a [128,768]x[768,768] sgemm at 0.9 ms idle, 15-25 ms with the two cores shared); compare with
+OPENBLAS_NUM_THREADS=1 to see the single-thread GEMM times.
 """
 
 from __future__ import annotations

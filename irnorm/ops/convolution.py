@@ -13,9 +13,11 @@ ConvolutionBackpropData (transposed convolution, filter [C_in, C_out, k...]): ou
 ``s*(in-1) + d*(k-1) + 1 - pb - pe + output_padding``; with ``same_*`` or ``valid`` and no
 ``output_shape`` input the padding is zero.  With an ``output_shape`` input O the output spatial dims
 are O and the padding at the beginning is ``pads_begin`` (explicit), 0 (valid), or the split of
-``full - O`` (``full`` = the unpadded size) with the odd element at the beginning for
-``same_upper`` and at the end for ``same_lower`` — what OpenVINO's CPU plugin does (the spec says
-pads are ignored whenever output_shape is given; the plugin keeps ``pads_begin`` for explicit).
+``max(0, full - O)`` (``full`` = the unpadded size) with the odd element at the beginning for
+``same_upper`` and at the end for ``same_lower``.  That is OpenVINO's core shape inference
+(convolution_backprop_shape_inference_util.hpp, apply_padding) and its CPU plugin; the spec's text
+(ConvolutionBackpropData_1.md) instead splits the total as ``total // 2`` at the beginning for explicit
+and valid too.
 
 Kernels (irnorm/kernels/conv.py): im2col + one batched BLAS GEMM for dense and grouped convolution
 (weights laid out once at load time when constant), a direct parallel kernel for depthwise
