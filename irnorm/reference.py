@@ -26,9 +26,13 @@ from numpy.typing import ArrayLike, DTypeLike
 __all__ = [
     "batch_norm_inference",
     "convert",
+    "convolution",
+    "convolution_backprop_data",
+    "group_convolution",
     "group_normalization",
     "layer_normalization",
     "lrn",
+    "matmul",
     "mvn1",
     "mvn1_axes",
     "mvn6",
@@ -427,3 +431,116 @@ def reduce(kind: str, x: ArrayLike, axes: Sequence[int], keep_dims: bool) -> np.
           "l1": lambda t, axis, keepdims: np.sum(np.abs(t), axis=axis, keepdims=keepdims),
           "l2": lambda t, axis, keepdims: np.sqrt(np.sum(t * t, axis=axis, keepdims=keepdims))}[kind]
     return fn(v, axis=ax, keepdims=keep_dims)
+# ---- compute family: MatMul, Convolution, GroupConvolution, ConvolutionBackpropData ----------------
+
+
+def matmul(a: ArrayLike, b: ArrayLike, transpose_a: bool = False, transpose_b: bool = False) -> np.ndarray:
+    """MatMul-1: a 1-D A becomes [1, K] and a 1-D B [K, 1] (transposes ignored for them), the last two
+    dims are swapped when transpose_* is set, batch dims broadcast (numpy rule), and the added unit
+    dims are removed.  Float inputs are computed in float64; integer inputs in int64 and returned as
+    int64 (callers cast)."""
+    a, b = np.asarray(a), np.asarray(b)
+    work = np.int64 if a.dtype.kind in "iu" else np.float64
+    a, b = a.astype(work), b.astype(work)
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    a = a.reshape(1, -1) if a_vec else (np.swapaxes(a, -1, -2) if transpose_a else a)
+    b = b.reshape(-1, 1) if b_vec else (np.swapaxes(b, -1, -2) if transpose_b else b)
+    y = np.matmul(a, b)
+    if a_vec:
+        y = y[..., 0, :]
+    if b_vec:
+        y = y[..., 0]
+    return y
+
+
+def _conv_pads(n: int, k: int, s: int, d: int, pb: int, pe: int, auto_pad: str) -> tuple[int, int]:
+    """Forward convolution padding of one spatial dim (begin, end)."""
+    if auto_pad in ("same_upper", "same_lower"):
+        out = -(-n // s)
+        total = max(0, (out - 1) * s + d * (k - 1) + 1 - n)
+        small = total // 2
+        return (small, total - small) if auto_pad == "same_upper" else (total - small, small)
+    if auto_pad == "valid":
+        return 0, 0
+    return pb, pe
+
+
+def group_convolution(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                      pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit") -> np.ndarray:
+    """GroupConvolution-1: x [N, G*Cg, *S], w [G, Og, Cg, *k] -> [N, G*Og, *out];
+    y[n, g*Og+o, p] = sum_{c, t} x[n, g*Cg+c, p*s - pad_begin + t*d] * w[g, o, c, t], zero outside x."""
+    x, w = _f64(x), _f64(w)
+    rank = x.ndim - 2
+    g, og, cg = w.shape[:3]
+    k = w.shape[3:]
+    pads = [_conv_pads(x.shape[2 + i], k[i], strides[i], dilations[i], pads_begin[i] if pads_begin else 0,
+                       pads_end[i] if pads_end else 0, auto_pad) for i in range(rank)]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [p for p in pads])
+    out = [(xp.shape[2 + i] - dilations[i] * (k[i] - 1) - 1) // strides[i] + 1 for i in range(rank)]
+    n = x.shape[0]
+    y = np.zeros((n, g * og) + tuple(out))
+    for t in np.ndindex(*k):
+        # the input positions tap t reads for every output position
+        idx = tuple(slice(t[i] * dilations[i], t[i] * dilations[i] + (out[i] - 1) * strides[i] + 1, strides[i])
+                    for i in range(rank))
+        patch = xp[(slice(None), slice(None)) + idx].reshape((n, g, cg) + tuple(out))
+        wt = w[(slice(None), slice(None), slice(None)) + t]  # [G, Og, Cg]
+        y += np.einsum("ngc...,goc->ngo...", patch, wt).reshape(y.shape)
+    return y
+
+
+def convolution(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit") -> np.ndarray:
+    """Convolution-1: x [N, C, *S], w [O, C, *k]; GroupConvolution with one group."""
+    w = _f64(w)
+    return group_convolution(x, w[None], strides, pads_begin, pads_end, dilations, auto_pad)
+
+
+def convolution_backprop_data(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                              pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit",
+                              output_padding: Sequence[int] | None = None,
+                              output_shape: Sequence[int] | None = None) -> np.ndarray:
+    """ConvolutionBackpropData-1: x [N, C, *S], w [C, O, *k]; every input element scatters
+    x[n, c, i] * w[c, o, t] to output position i*s - pad_begin + t*d (kept when inside the output).
+    Output size s*(i-1) + d*(k-1) + 1 - pb - pe + output_padding, pads zero for same_* / valid;
+    with output_shape O: the output is O, pad_begin = pads_begin (explicit), 0 (valid), or the split of
+    full - O with the odd element first (same_upper) / last (same_lower) — OpenVINO CPU's rule."""
+    x, w = _f64(x), _f64(w)
+    rank = x.ndim - 2
+    k = w.shape[2:]
+    op = list(output_padding) if output_padding else [0] * rank
+    pb = list(pads_begin) if pads_begin else [0] * rank
+    pe = list(pads_end) if pads_end else [0] * rank
+    explicit = auto_pad in ("explicit", "notset")
+    out, begin = [], []
+    for i in range(rank):
+        full = strides[i] * (x.shape[2 + i] - 1) + dilations[i] * (k[i] - 1) + 1 + op[i]
+        if output_shape is None:
+            b, e = (pb[i], pe[i]) if explicit else (0, 0)
+            out.append(full - b - e)
+            begin.append(b)
+        else:
+            out.append(int(output_shape[i]))
+            total = max(0, full - int(output_shape[i]))
+            b = {"valid": 0, "same_upper": total - total // 2, "same_lower": total // 2}.get(auto_pad, pb[i])
+            begin.append(b)
+    n = x.shape[0]
+    o = w.shape[1]
+    # scatter into a buffer big enough for every position, then crop
+    big = [strides[i] * (x.shape[2 + i] - 1) + dilations[i] * (k[i] - 1) + 1 for i in range(rank)]
+    buf = np.zeros((n, o) + tuple(big))
+    for t in np.ndindex(*k):
+        idx = tuple(slice(t[i] * dilations[i], t[i] * dilations[i] + (x.shape[2 + i] - 1) * strides[i] + 1,
+                          strides[i]) for i in range(rank))
+        buf[(slice(None), slice(None)) + idx] += np.einsum("nc...,co->no...", x, w[(slice(None), slice(None)) + t])
+    y = np.zeros((n, o) + tuple(out))
+    src, dst = [], []
+    for i in range(rank):
+        lo = max(begin[i], 0)
+        hi = min(big[i], begin[i] + out[i])
+        if hi <= lo:
+            return y
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - begin[i], hi - begin[i]))
+    y[(slice(None), slice(None)) + tuple(dst)] = buf[(slice(None), slice(None)) + tuple(src)]
+    return y

@@ -205,6 +205,10 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf_vec(x) if x.size else np.asarray(x, np.float64)
 
 
+def _conv_attrs(c: RefCall) -> tuple:
+    return c.a("strides"), c.a("pads_begin"), c.a("pads_end"), c.a("dilations"), c.a("auto_pad")
+
+
 def _reduce_ref(kind: str) -> RefFn:
     """A reduction through irnorm/reference.py's reduce (integers: in their type; Mean truncates)."""
     def run(c: RefCall) -> list[np.ndarray]:
@@ -325,6 +329,11 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Erf": _unary(lambda x: _erf(x)),
     "Sigmoid": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
     "Tanh": _unary(np.tanh),
+    "MatMul": lambda c: [R.matmul(c.ins[0], c.ins[1], bool(c.a("transpose_a")), bool(c.a("transpose_b")))],
+    "Convolution": lambda c: [R.convolution(c.ins[0], c.ins[1], *_conv_attrs(c))],
+    "GroupConvolution": lambda c: [R.group_convolution(c.ins[0], c.ins[1], *_conv_attrs(c))],
+    "ConvolutionBackpropData": lambda c: [R.convolution_backprop_data(
+        c.ins[0], c.ins[1], *_conv_attrs(c), c.a("output_padding"), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
     "ReduceMean": _reduce_ref("mean"),
     "ReduceSum": _reduce_ref("sum"),
     "ReduceMax": _reduce_ref("max"),

@@ -28,6 +28,7 @@ import numpy as np
 FAMILIES = (
     "norms",
     "reduce",
+    "compute",
 )
 
 
