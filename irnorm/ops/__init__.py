@@ -18,6 +18,8 @@ OP_MODULES = (
     "elementwise",
     "reduce",
     "shape_ops",
+    "activation",
+    "logic",
 )
 
 

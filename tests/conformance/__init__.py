@@ -27,6 +27,8 @@ import numpy as np
 # Explicit list (no directory scan): one line per family module.
 FAMILIES = (
     "norms",
+    "activation",
+    "logic",
 )
 
 
