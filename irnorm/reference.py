@@ -519,10 +519,13 @@ def softsign(x: ArrayLike) -> np.ndarray:
 
 
 def prelu(x: ArrayLike, slope: ArrayLike) -> np.ndarray:
-    """PRelu-1: x < 0 ? slope x : x.  A 1-D slope as long as the data's axis 1 (axis 0 for 1-D data)
-    applies along that axis; any other slope broadcasts to the data (numpy rule)."""
+    """PRelu-1: x < 0 ? slope x : x.  A one-element slope applies everywhere; a 1-D slope as long as the
+    data's axis 1 (axis 0 for 1-D data) applies along that axis; any other slope broadcasts to the data
+    (numpy rule)."""
     x, s = _num(x), _num(slope)
-    if s.ndim == 1 and x.ndim >= 1:
+    if s.size == 1:  # one value applies to any data
+        s = s.reshape(())
+    elif s.ndim == 1 and x.ndim >= 1:
         ch = 1 if x.ndim > 1 else 0
         if x.shape[ch] == s.shape[0]:
             shape = [1] * x.ndim

@@ -97,6 +97,18 @@ def test_prelu_channel_rule_wins_over_numpy_broadcast(tmp_path):
     np.testing.assert_array_equal(got, np.where(x < 0, x * s.reshape(1, 3, 1), x))
 
 
+def test_prelu_single_slope_value_fits_any_data(tmp_path):
+    """A one-element slope (any rank) applies to every element, scalar data included; 0-d integer data
+    comes back as a 0-d array."""
+    for et, dt in (("f32", np.float32), ("i32", np.int32)):
+        b = _one("PRelu", "opset1", [("param:x", ((), et)), ("s", np.full((1, 1), 3, dt))], ((), et))
+        got = run_model(b, tmp_path / et, {"x": np.array(-2, dt)})["y"]
+        assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == dt and got == -6
+    b = _one("Relu", "opset1", [("param:x", ((), "i64"))], ((), "i64"))
+    got = run_model(b, tmp_path / "relu", {"x": np.array(-2, np.int64)})["y"]
+    assert isinstance(got, np.ndarray) and got.shape == () and got == 0
+
+
 # ---- kernels --------------------------------------------------------------------------------------
 
 

@@ -114,7 +114,7 @@ class _Activation(Op):
             if is_float_dtype(x.dtype):
                 p0, p1 = self.params(ctx, ins)
                 return [kern.unary(code, x, p0, p1)]
-            return [self.int_apply(x)]
+            return [np.asarray(self.int_apply(x))]  # ufuncs give numpy scalars for 0-d input
 
         return run
 
@@ -358,7 +358,8 @@ class PRelu(Op):
         x = _check_data(self, ctx, ints=True)
         require_same_type(ctx, 0, 1, "slope (input 1)")
         s = ctx.inputs[1]
-        if x.shape is not None and s.shape is not None:
+        single = s.shape is not None and all(d == 1 for d in s.shape)  # one value: applies to any data
+        if x.shape is not None and s.shape is not None and not single:
             eff = prelu_slope_shape(x.shape, s.shape) or s.shape
             if len(eff) > len(x.shape):
                 raise fail("IRN032", f"slope {fmt_shape(s.shape)} has a higher rank than the data "
@@ -377,6 +378,10 @@ class PRelu(Op):
 
         def run(ins):
             x, s = ins
+            if s.size == 1:
+                if is_float_dtype(x.dtype):
+                    return [kern.unary(kern.CODES["prelu_scalar"], x, float(s.reshape(-1)[0]))]
+                return [prelu_numpy(x, s.reshape(()))]
             eff = prelu_slope_shape(x.shape, s.shape)
             if eff is not None and is_float_dtype(x.dtype):
                 return [kern.prelu_channel(x, s)]
@@ -388,8 +393,6 @@ class PRelu(Op):
             if not ok:
                 raise runtime_error(layer, f"slope of shape {list(s.shape)} does not broadcast to the data "
                                            f"{list(x.shape)}")
-            if s.size == 1 and is_float_dtype(x.dtype):
-                return [kern.unary(kern.CODES["prelu_scalar"], x, float(s.reshape(-1)[0]))]
             return [prelu_numpy(x, s.reshape(shape))]
 
         return run
@@ -403,4 +406,4 @@ def prelu_numpy(x: np.ndarray, slope: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return cast(np.where(xc < 0, xc * sc, xc), x.dtype)
     with np.errstate(all="ignore"):
-        return np.where(x < 0, x * slope, x).astype(x.dtype)
+        return np.asarray(np.where(x < 0, x * slope, x).astype(x.dtype))

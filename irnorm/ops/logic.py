@@ -205,7 +205,7 @@ class _Unary(Op):
             raise fail("IRN033", f"{self.type} takes {self.types_text} input, got {x.dtype}")
         out = TensorInfo(x.shape, self.out_type(x.dtype))
         if x.value is not None:
-            out.value = self.compute(ctx, x.value)
+            out.value = np.asarray(self.compute(ctx, x.value))
         return [out]
 
     def out_type(self, dtype: str) -> str:
@@ -215,7 +215,7 @@ class _Unary(Op):
         raise NotImplementedError
 
     def build(self, ctx: NodeContext) -> Kernel:
-        return lambda ins: [self.compute(ctx, ins[0])]
+        return lambda ins: [np.asarray(self.compute(ctx, ins[0]))]  # ufuncs give numpy scalars for 0-d input
 
 
 @register
