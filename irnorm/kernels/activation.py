@@ -1,8 +1,11 @@
 """Numba kernels for the unary activation and float math ops (irnorm.ops.activation).
 
-One pass over the flat data: f32 and f64 compute in their own type; f16 and bf16 are decoded to
-float32 block by block inside the same parallel task (their bits are read as uint16), computed, and
-rounded back to nearest even, so a half-precision activation touches its data once.  Work is split
+One pass over the flat data: f32 and f64 compute in their own type (the formulas' constants are passed
+in that type, so float32 arithmetic stays float32); f16 and bf16 are decoded to float32 block by block
+inside the same parallel task (their bits are read as uint16), computed in float32, and rounded back to
+nearest even, so a half-precision activation touches its data once.  Transcendental functions are
+libm calls per element (no SVML in this build), so Gelu, Mish and friends cost 5-20 ns per element
+per thread; the piecewise-linear ones (Relu, HSwish, HSigmoid, Round, ...) run at memory speed.  Work is split
 into fixed blocks (results do not depend on the thread count); tensors under ``PARALLEL_MIN``
 elements run on the calling thread.
 
@@ -38,43 +41,44 @@ CODES = {name: i for i, name in enumerate(_NAMES)}
 
 BLOCK = 8192  # elements per task
 PARALLEL_MIN = 1 << 15  # smaller tensors run on one thread
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-_GELU_K = math.sqrt(2.0 / math.pi)
 
 _JIT = dict(nogil=True, cache=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def _apply(code, x, o, p0, p1):  # noqa: C901 - one branch per op, each a plain loop
-    """o[i] = f(x[i]) for one block; x and o may be the same array."""
+def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a plain loop
+    """o[i] = f(x[i]) for one block; x and o may be the same array.  `k` holds the formulas' constants
+    in the compute type (see constants()), so float32 data is computed in float32 throughout (a Python
+    float literal would promote the arithmetic to float64)."""
     n = o.shape[0]
+    zero, half, one, three, six, sqrt1_2, gelu_k, gelu_c = k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]
     if code == RELU:
         for i in range(n):
             v = x[i]
-            o[i] = 0.0 if v < 0 else v
+            o[i] = zero if v < zero else v
     elif code == GELU_ERF:
         for i in range(n):
             v = x[i]
-            o[i] = 0.5 * v * (1.0 + math.erf(v * _SQRT1_2))
+            o[i] = half * v * (one + math.erf(v * sqrt1_2))
     elif code == GELU_TANH:
         for i in range(n):
             v = x[i]
-            o[i] = 0.5 * v * (1.0 + math.tanh(_GELU_K * (v + 0.044715 * v * v * v)))
+            o[i] = half * v * (one + math.tanh(gelu_k * (v + gelu_c * v * v * v)))
     elif code == SWISH:
         for i in range(n):
             v = x[i]
-            o[i] = v / (1.0 + math.exp(-p0 * v))
+            o[i] = v / (one + math.exp(-p0 * v))
     elif code == HSWISH:
         for i in range(n):
             v = x[i]
-            t = v + 3.0
-            t = 0.0 if t < 0 else (6.0 if t > 6 else t)
-            o[i] = v * t / 6.0
+            t = v + three
+            t = zero if t < zero else (six if t > six else t)
+            o[i] = v * t / six
     elif code == HSIGMOID:
         for i in range(n):
-            t = x[i] + 3.0
-            t = 0.0 if t < 0 else (6.0 if t > 6 else t)
-            o[i] = t / 6.0
+            t = x[i] + three
+            t = zero if t < zero else (six if t > six else t)
+            o[i] = t / six
     elif code == MISH:
         for i in range(n):
             v = x[i]
@@ -86,20 +90,20 @@ def _apply(code, x, o, p0, p1):  # noqa: C901 - one branch per op, each a plain 
     elif code == ELU:
         for i in range(n):
             v = x[i]
-            o[i] = v if v > 0 else p0 * math.expm1(v)
+            o[i] = v if v > zero else p0 * math.expm1(v)
     elif code == SELU:
         for i in range(n):
             v = x[i]
-            o[i] = p1 * (v if v > 0 else p0 * math.expm1(v))
+            o[i] = p1 * (v if v > zero else p0 * math.expm1(v))
     elif code == HARD_SIGMOID:
         for i in range(n):
             t = p0 * x[i] + p1
-            t = t if t < 1 else 1.0  # std::min(1, t): NaN -> 1
-            o[i] = t if t > 0 else 0.0
+            t = t if t < one else one  # std::min(1, t): NaN -> 1
+            o[i] = t if t > zero else zero
     elif code == SOFTSIGN:
         for i in range(n):
             v = x[i]
-            o[i] = v / (1.0 + abs(v))
+            o[i] = v / (one + abs(v))
     elif code == SIN:
         for i in range(n):
             o[i] = math.sin(x[i])
@@ -112,11 +116,11 @@ def _apply(code, x, o, p0, p1):  # noqa: C901 - one branch per op, each a plain 
     elif code == ASIN:
         for i in range(n):
             v = x[i]
-            o[i] = math.asin(v) if -1 <= v <= 1 else math.nan
+            o[i] = math.asin(v) if -one <= v <= one else math.nan
     elif code == ACOS:
         for i in range(n):
             v = x[i]
-            o[i] = math.acos(v) if -1 <= v <= 1 else math.nan
+            o[i] = math.acos(v) if -one <= v <= one else math.nan
     elif code == ATAN:
         for i in range(n):
             o[i] = math.atan(x[i])
@@ -132,11 +136,11 @@ def _apply(code, x, o, p0, p1):  # noqa: C901 - one branch per op, each a plain 
     elif code == ACOSH:
         for i in range(n):
             v = x[i]
-            o[i] = math.acosh(v) if v >= 1 else math.nan
+            o[i] = math.acosh(v) if v >= one else math.nan
     elif code == ATANH:
         for i in range(n):
             v = x[i]
-            o[i] = math.atanh(v) if -1 < v < 1 else (math.copysign(math.inf, v) if abs(v) == 1 else math.nan)
+            o[i] = math.atanh(v) if -one < v < one else (math.copysign(math.inf, v) if abs(v) == one else math.nan)
     elif code == FLOOR:
         for i in range(n):
             o[i] = np.floor(x[i])
@@ -146,7 +150,7 @@ def _apply(code, x, o, p0, p1):  # noqa: C901 - one branch per op, each a plain 
     elif code == SIGN:
         for i in range(n):
             v = x[i]
-            o[i] = 1.0 if v > 0 else (-1.0 if v < 0 else (0.0 if v == 0 else v))
+            o[i] = one if v > zero else (-one if v < zero else (zero if v == zero else v))
     elif code == ROUND_EVEN:
         for i in range(n):
             o[i] = np.rint(x[i])
@@ -154,11 +158,20 @@ def _apply(code, x, o, p0, p1):  # noqa: C901 - one branch per op, each a plain 
         for i in range(n):
             v = x[i]
             t = np.trunc(v)
-            o[i] = t + math.copysign(1.0, v) if abs(v - t) >= 0.5 else t
+            o[i] = t + math.copysign(one, v) if abs(v - t) >= half else t
     else:  # PRELU_SCALAR
         for i in range(n):
             v = x[i]
-            o[i] = v * p0 if v < 0 else v
+            o[i] = v * p0 if v < zero else v
+
+
+def constants(dtype) -> np.ndarray:
+    """The constants _apply reads, in `dtype` (float32 or float64)."""
+    return np.array([0.0, 0.5, 1.0, 3.0, 6.0, 1.0 / math.sqrt(2.0), math.sqrt(2.0 / math.pi), 0.044715], dtype)
+
+
+_K32 = constants(np.float32)
+_K64 = constants(np.float64)
 
 
 # ---- float16 / bfloat16 bits <-> float32, per block --------------------------------------------
@@ -220,38 +233,38 @@ def _encode(kind, buf, dst):
 
 
 @njit(parallel=True, **_JIT)
-def _float_parallel(code, x, o, p0, p1, block):
+def _float_parallel(code, x, o, p0, p1, k, block):
     n = x.shape[0]
     for t in prange((n + block - 1) // block):
         s = t * block
         e = min(s + block, n)
-        _apply(code, x[s:e], o[s:e], p0, p1)
+        _apply(code, x[s:e], o[s:e], p0, p1, k)
 
 
 @njit(**_JIT)
-def _half_block(code, kind, x, o, p0, p1, buf):
+def _half_block(code, kind, x, o, p0, p1, buf, k):
     b = buf[: x.shape[0]]
     _decode(kind, x, b)
-    _apply(code, b, b, np.float32(p0), np.float32(p1))
+    _apply(code, b, b, np.float32(p0), np.float32(p1), k)
     _encode(kind, b, o)
 
 
 @njit(parallel=True, **_JIT)
-def _half_parallel(code, kind, x, o, p0, p1, block):
+def _half_parallel(code, kind, x, o, p0, p1, k, block):
     n = x.shape[0]
     for t in prange((n + block - 1) // block):
         s = t * block
         e = min(s + block, n)
         buf = np.empty(e - s, np.float32)
-        _half_block(code, kind, x[s:e], o[s:e], p0, p1, buf)
+        _half_block(code, kind, x[s:e], o[s:e], p0, p1, buf, k)
 
 
 @njit(**_JIT)
-def _half_serial(code, kind, x, o, p0, p1, block):
+def _half_serial(code, kind, x, o, p0, p1, k, block):
     buf = np.empty(min(block, x.shape[0]), np.float32)
     n = x.shape[0]
     for s in range(0, n, block):
-        _half_block(code, kind, x[s:min(s + block, n)], o[s:min(s + block, n)], p0, p1, buf)
+        _half_block(code, kind, x[s:min(s + block, n)], o[s:min(s + block, n)], p0, p1, buf, k)
 
 
 def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndarray:
@@ -263,18 +276,18 @@ def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndar
     xf = np.ascontiguousarray(x).reshape(-1)
     of = out.reshape(-1)
     if dt == np.float64 or dt == np.float32:
-        ftype = dt.type
+        ftype, k = dt.type, (_K64 if dt == np.float64 else _K32)
         if out.size >= PARALLEL_MIN:
-            _float_parallel(code, xf, of, ftype(p0), ftype(p1), BLOCK)
+            _float_parallel(code, xf, of, ftype(p0), ftype(p1), k, BLOCK)
         else:
-            _apply(code, xf, of, ftype(p0), ftype(p1))
+            _apply(code, xf, of, ftype(p0), ftype(p1), k)
         return out
     kind = 1 if dt == np.float16 else 2
     xb, ob = xf.view(np.uint16), of.view(np.uint16)
     if out.size >= PARALLEL_MIN:
-        _half_parallel(code, kind, xb, ob, float(p0), float(p1), BLOCK)
+        _half_parallel(code, kind, xb, ob, float(p0), float(p1), _K32, BLOCK)
     else:
-        _half_serial(code, kind, xb, ob, float(p0), float(p1), BLOCK)
+        _half_serial(code, kind, xb, ob, float(p0), float(p1), _K32, BLOCK)
     return out
 
 
