@@ -164,6 +164,23 @@ def test_parallel_and_serial_paths_agree(dtype):
     assert np.array_equal(K.prelu_channel(xx[:1, :, :10], s).view(np.uint8), expected[:1, :, :10].view(np.uint8))
 
 
+@pytest.mark.parametrize(("dtype", "rel"), [(np.float64, 1e-15), (np.float32, 3e-7)])
+def test_one_exp_forms_of_tanh_gelu_and_mish(dtype, rel):
+    """The kernels compute the tanh Gelu as x sigmoid(2u) and Mish from one exp; over a dense range and
+    the special values they agree with the textbook tanh formulas to about an ulp."""
+    from irnorm.kernels import activation as K
+
+    x = np.concatenate([np.linspace(-60, 60, 120_001), [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e30, -1e30, 40.0,
+                                                          39.99, 44.0]]).astype(dtype)
+    for name, ref in (("gelu_tanh", lambda v: R.gelu(v, "tanh")), ("mish", R.mish)):
+        got = K.unary(K.CODES[name], x).astype(np.float64)
+        e = ref(x.astype(np.float64))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(e), err_msg=name)
+        np.testing.assert_array_equal(got[np.isinf(e)], e[np.isinf(e)], err_msg=name)
+        fin = np.isfinite(e)
+        np.testing.assert_allclose(got[fin], e[fin], rtol=rel, atol=rel, err_msg=name)
+
+
 def test_nasty_values_follow_the_reference_formulas(tmp_path):
     """The documented NaN/inf results (OpenVINO's reference), where its CPU plugin differs."""
     x = np.array([np.nan, np.inf, -np.inf, -0.0, 100.0, -100.0], np.float32)
