@@ -5,7 +5,7 @@ Asinh/Acosh/Atanh-3, Floor-1, Ceiling-1, Sign-1, Round-5.
 Semantics are OpenVINO's reference formulas (checked against its constant folding and CPU plugin,
 2026.4), computed in float64 for f64 data and in float32 for f32, f16 and bf16 (one rounding back per
 op), by the Numba kernels of ``irnorm.kernels.activation`` (one parallel pass; f16/bf16 decoded and
-re-encoded inside it):
+re-encoded inside it; Gelu-tanh and Mish use one-exp forms of the same formulas, see there):
 
 * ``Relu``: ``x < 0 ? 0 : x`` (NaN stays NaN; OpenVINO's CPU plugin returns 0 for NaN).
 * ``Gelu``: ``0.5 x (1 + erf(x / sqrt 2))``, or with ``approximation_mode="tanh"`` (Gelu-7)
@@ -25,6 +25,10 @@ re-encoded inside it):
   also take integer data (returned unchanged, ``Sign`` gives -1/0/1); ``Relu`` and ``PRelu`` take integers
   too.  The trigonometric, hyperbolic and other activations take floating-point data only (IRN033):
   OpenVINO accepts integers for some of them but its CPU plugin and reference disagree on the result.
+
+OpenVINO's CPU plugin (2026.4, f32 precision) departs from its reference here; irnorm follows the
+reference: ``Relu(NaN)`` and ``HSigmoid(NaN)`` give 0, erf ``Gelu(+inf)`` gives NaN, ``HardSigmoid`` uses
+beta = 0.5 whatever its beta input holds, and f64 models run in f32 with +-inf saturated to +-FLT_MAX.
 """
 
 from __future__ import annotations

@@ -26,6 +26,11 @@ Semantics (OpenVINO 2026.4):
   ``numpy`` the three shapes broadcast together, with ``none`` they must be equal.
 * ``IsNaN``, ``IsFinite`` and ``IsInf`` (``detect_negative``/``detect_positive``, default true) take floats
   and give boolean.
+
+OpenVINO's CPU plugin (2026.4) departs from its reference here; irnorm follows the reference:
+``Greater``/``GreaterEqual`` are true when an operand is NaN; f64 models run in f32 with +-inf saturated
+to +-FLT_MAX (so f64 ``IsInf``/``IsFinite`` miss infinities and ``FloorMod`` by an infinite f64 divisor
+differs); i64 bitwise ops are computed in i32; integer ``Mod``/``FloorMod`` by zero crash its reference.
 """
 
 from __future__ import annotations
