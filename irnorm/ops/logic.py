@@ -18,8 +18,7 @@ Semantics (OpenVINO 2026.4):
   sign).  Floats use OpenVINO's formulas: ``Mod = x - trunc(x / y) * y`` in the compute type (float32 for
   f32/f16/bf16), ``FloorMod = x - y * floor(x / y)`` in float64, so ``y = 0`` or ``y = inf`` gives NaN.
   Integers are exact (C ``%`` and its floored variant); an integer divisor of 0 is an error (IRN064 at
-  run time, IRN032 in a constant subgraph), where OpenVINO's reference crashes the process.  Boolean
-  data is refused.
+  run time, IRN032 in a constant subgraph).  Boolean data is refused.
 * ``LogicalAnd/Or/Xor/Not`` take boolean tensors only; ``BitwiseAnd/Or/Xor/Not`` take integer or boolean
   tensors (``BitwiseNot`` of a boolean is logical not).
 * ``Select(cond, then, else)``: ``cond`` is boolean, ``then``/``else`` share any element type; with
@@ -30,7 +29,8 @@ Semantics (OpenVINO 2026.4):
 OpenVINO's CPU plugin (2026.4) departs from its reference here; irnorm follows the reference:
 ``Greater``/``GreaterEqual`` are true when an operand is NaN; f64 models run in f32 with +-inf saturated
 to +-FLT_MAX (so f64 ``IsInf``/``IsFinite`` miss infinities and ``FloorMod`` by an infinite f64 divisor
-differs); i64 bitwise ops are computed in i32; integer ``Mod``/``FloorMod`` by zero crash its reference.
+differs); i64 bitwise ops are computed in i32.  An integer divisor of 0 gives INT_MIN in the CPU plugin and
+in the ``FloorMod`` reference, and kills the process (SIGFPE) in the ``Mod`` reference; irnorm reports it.
 """
 
 from __future__ import annotations
