@@ -25,21 +25,42 @@ from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = [
     "batch_norm_inference",
+    "ceiling",
     "convert",
     "convolution",
     "convolution_backprop_data",
     "group_convolution",
+    "elu",
+    "floor",
+    "floor_mod",
+    "gelu",
     "group_normalization",
+    "hard_sigmoid",
+    "hsigmoid",
+    "hswish",
+    "is_inf",
     "layer_normalization",
     "lrn",
     "matmul",
+    "math_unary",
+    "mish",
+    "mod",
     "mvn1",
     "mvn1_axes",
     "mvn6",
     "normalize_l2",
     "reduce",
+    "prelu",
+    "relu",
+    "round_",
     "scale",
     "scale_int8_output",
+    "select",
+    "selu",
+    "sign",
+    "softplus",
+    "softsign",
+    "swish",
     "trt_normalization",
 ]
 
@@ -544,3 +565,185 @@ def convolution_backprop_data(x: ArrayLike, w: ArrayLike, strides: Sequence[int]
         dst.append(slice(lo - begin[i], hi - begin[i]))
     y[(slice(None), slice(None)) + tuple(dst)] = buf[(slice(None), slice(None)) + tuple(src)]
     return y
+# ---- activations and float math (irnorm.ops.activation) ------------------------------------------
+# Floating-point data is computed in float64; integer data (Relu, PRelu, Sign, Floor, Ceiling, Round)
+# keeps its integer type.  NaN and inf follow each formula as written (OpenVINO's reference).
+
+
+def _num(x: ArrayLike) -> np.ndarray:
+    """float64 for floating-point data, the array itself for integers."""
+    a = np.asarray(x)
+    return a if a.dtype.kind in "iu" else a.astype(np.float64)
+
+
+def relu(x: ArrayLike) -> np.ndarray:
+    """Relu-1: x < 0 ? 0 : x (NaN stays NaN)."""
+    x = _num(x)
+    return np.where(x < 0, np.zeros((), x.dtype), x)
+
+
+def gelu(x: ArrayLike, approximation_mode: str = "erf") -> np.ndarray:
+    """Gelu-2 (erf) and Gelu-7: 0.5 x (1 + erf(x / sqrt 2)), or with mode tanh
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    import math
+
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        if approximation_mode.lower() == "tanh":
+            return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        return 0.5 * x * (1 + erf(x / math.sqrt(2))) if x.size else x.copy()
+
+
+def swish(x: ArrayLike, beta: float = 1.0) -> np.ndarray:
+    """Swish-4: x / (1 + exp(-beta x))."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return x / (1 + np.exp(-beta * x))
+
+
+def hsigmoid(x: ArrayLike) -> np.ndarray:
+    """HSigmoid-5: min(max(x + 3, 0), 6) / 6 (NaN stays NaN)."""
+    t = _f64(x) + 3
+    t = np.where(t < 0, 0.0, np.where(t > 6, 6.0, t))
+    return t / 6
+
+
+def hswish(x: ArrayLike) -> np.ndarray:
+    """HSwish-4: x min(max(x + 3, 0), 6) / 6."""
+    with np.errstate(all="ignore"):
+        return _f64(x) * hsigmoid(x)
+
+
+def mish(x: ArrayLike) -> np.ndarray:
+    """Mish-4: x tanh(log(1 + exp(x)))."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return x * np.tanh(np.log1p(np.exp(x)))
+
+
+def softplus(x: ArrayLike, threshold: float = 709.782712893384) -> np.ndarray:
+    """SoftPlus-4: log(1 + exp(x)) for x < threshold, else x (OpenVINO uses log(max) of the type)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return np.where(x < threshold, np.log1p(np.exp(x)), x)
+
+
+def elu(x: ArrayLike, alpha: float) -> np.ndarray:
+    """Elu-1: x > 0 ? x : alpha (exp(x) - 1)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return np.where(x > 0, x, alpha * np.expm1(x))
+
+
+def selu(x: ArrayLike, alpha: float, lambda_: float) -> np.ndarray:
+    """Selu-1: lambda (x > 0 ? x : alpha (exp(x) - 1))."""
+    return lambda_ * elu(x, alpha)
+
+
+def hard_sigmoid(x: ArrayLike, alpha: float, beta: float) -> np.ndarray:
+    """HardSigmoid-1: max(0, min(1, alpha x + beta)) with std::min/std::max's order, so NaN gives 1."""
+    t = alpha * _f64(x) + beta
+    t = np.where(t < 1, t, 1.0)
+    return np.where(t > 0, t, 0.0)
+
+
+def softsign(x: ArrayLike) -> np.ndarray:
+    """SoftSign-9: x / (1 + |x|)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return x / (1 + np.abs(x))
+
+
+def prelu(x: ArrayLike, slope: ArrayLike) -> np.ndarray:
+    """PRelu-1: x < 0 ? slope x : x.  A one-element slope applies everywhere; a 1-D slope as long as the
+    data's axis 1 (axis 0 for 1-D data) applies along that axis; any other slope broadcasts to the data
+    (numpy rule)."""
+    x, s = _num(x), _num(slope)
+    if s.size == 1:  # one value applies to any data
+        s = s.reshape(())
+    elif s.ndim == 1 and x.ndim >= 1:
+        ch = 1 if x.ndim > 1 else 0
+        if x.shape[ch] == s.shape[0]:
+            shape = [1] * x.ndim
+            shape[ch] = s.shape[0]
+            s = s.reshape(shape)
+    with np.errstate(all="ignore"):
+        return np.where(x < 0, x * s, x).astype(x.dtype)
+
+
+def floor(x: ArrayLike) -> np.ndarray:
+    """Floor-1 (integers unchanged)."""
+    return np.floor(_num(x)).astype(_num(x).dtype)
+
+
+def ceiling(x: ArrayLike) -> np.ndarray:
+    """Ceiling-1 (integers unchanged)."""
+    return np.ceil(_num(x)).astype(_num(x).dtype)
+
+
+def round_(x: ArrayLike, mode: str = "half_to_even") -> np.ndarray:
+    """Round-5: half_to_even or half_away_from_zero (integers unchanged)."""
+    x = _num(x)
+    if x.dtype.kind in "iu":
+        return x.copy()
+    if mode == "half_to_even":
+        return np.rint(x)
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def sign(x: ArrayLike) -> np.ndarray:
+    """Sign-1: -1, 0 or 1 (NaN stays NaN)."""
+    return np.sign(_num(x))
+
+
+def math_unary(name: str, x: ArrayLike) -> np.ndarray:
+    """Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh (opset1) and Asinh, Acosh, Atanh (opset4) by
+    their numpy names (sin, arcsin, arcsinh, ...); outside the domain NaN, atanh(+-1) = +-inf."""
+    with np.errstate(all="ignore"):
+        return getattr(np, name)(_f64(x))
+
+
+# ---- comparison, logic, bitwise, modulo, selection (irnorm.ops.logic) ------------------------------
+
+
+def mod(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Mod-1, the truncated remainder (sign of the dividend).  Floats: x - trunc(x / y) y (NaN for
+    y = 0 or y = inf); integers: C's %, and a zero divisor raises ZeroDivisionError."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu":
+        if np.any(b == 0):
+            raise ZeroDivisionError("integer division by zero")
+        q = np.abs(a.astype(object)) // np.abs(b.astype(object))  # exact, truncated toward zero
+        r = np.abs(a.astype(object)) - q * np.abs(b.astype(object))
+        return np.where(a < 0, -r, r).astype(a.dtype)
+    x, y = _f64(a), _f64(b)
+    with np.errstate(all="ignore"):
+        return x - np.trunc(x / y) * y
+
+
+def floor_mod(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """FloorMod-1, the floored remainder (sign of the divisor): x - floor(x / y) y.  Integers are
+    exact (Python's %); a zero integer divisor raises ZeroDivisionError."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu":
+        if np.any(b == 0):
+            raise ZeroDivisionError("integer division by zero")
+        return (a.astype(object) % b.astype(object)).astype(a.dtype)
+    x, y = _f64(a), _f64(b)
+    with np.errstate(all="ignore"):
+        return x - y * np.floor(x / y)
+
+
+def select(cond: ArrayLike, then: ArrayLike, else_: ArrayLike) -> np.ndarray:
+    """Select-1: cond ? then : else, the three shapes broadcast together (numpy rule)."""
+    t = np.asarray(then)
+    return np.where(np.asarray(cond, dtype=bool), t, np.asarray(else_)).astype(t.dtype)
+
+
+def is_inf(x: ArrayLike, detect_negative: bool = True, detect_positive: bool = True) -> np.ndarray:
+    """IsInf-10."""
+    x = _f64(x)
+    return (np.isneginf(x) & detect_negative) | (np.isposinf(x) & detect_positive)

@@ -20,6 +20,8 @@ OP_MODULES = (
     "shape_ops",
     "matmul",
     "convolution",
+    "activation",
+    "logic",
 )
 
 

@@ -205,6 +205,18 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf_vec(x) if x.size else np.asarray(x, np.float64)
 
 
+def _apply1(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
+    return lambda c: [fn(c.ins[0])]
+
+
+def _apply2(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RefFn:
+    return lambda c: [fn(c.ins[0], c.ins[1])]
+
+
+def _math(name: str) -> RefFn:
+    return lambda c: [R.math_unary(name, c.ins[0])]
+
+
 def _conv_attrs(c: RefCall) -> tuple:
     return c.a("strides"), c.a("pads_begin"), c.a("pads_end"), c.a("dilations"), c.a("auto_pad")
 
@@ -334,6 +346,33 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "GroupConvolution": lambda c: [R.group_convolution(c.ins[0], c.ins[1], *_conv_attrs(c))],
     "ConvolutionBackpropData": lambda c: [R.convolution_backprop_data(
         c.ins[0], c.ins[1], *_conv_attrs(c), c.a("output_padding"), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    **{t: _apply1(fn) for t, fn in (
+        ("Relu", R.relu), ("HSwish", R.hswish), ("HSigmoid", R.hsigmoid), ("Mish", R.mish), ("SoftPlus", R.softplus),
+        ("SoftSign", R.softsign), ("Floor", R.floor), ("Ceiling", R.ceiling), ("Sign", R.sign))},
+    **{t: _math(name) for t, name in (
+        ("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"), ("Asin", "arcsin"), ("Acos", "arccos"), ("Atan", "arctan"),
+        ("Sinh", "sinh"), ("Cosh", "cosh"), ("Asinh", "arcsinh"), ("Acosh", "arccosh"), ("Atanh", "arctanh"))},
+    "Gelu": {2: lambda c: [R.gelu(c.ins[0], "erf")],
+             7: lambda c: [R.gelu(c.ins[0], _s(c.a("approximation_mode")))]},
+    "Swish": lambda c: [R.swish(c.ins[0], float(np.asarray(c.ins[1]).reshape(-1)[0]) if len(c.ins) > 1 else 1.0)],
+    "Elu": lambda c: [R.elu(c.ins[0], float(c.a("alpha")))],
+    "Selu": lambda c: [R.selu(c.ins[0], float(np.asarray(c.ins[1]).reshape(-1)[0]),
+                              float(np.asarray(c.ins[2]).reshape(-1)[0]))],
+    "HardSigmoid": lambda c: [R.hard_sigmoid(c.ins[0], float(np.asarray(c.ins[1]).reshape(-1)[0]),
+                                             float(np.asarray(c.ins[2]).reshape(-1)[0]))],
+    "PRelu": lambda c: [R.prelu(c.ins[0], c.ins[1])],
+    "Round": lambda c: [R.round_(c.ins[0], _s(c.a("mode")))],
+    **{t: _apply2(fn) for t, fn in (
+        ("Equal", np.equal), ("NotEqual", np.not_equal), ("Less", np.less), ("LessEqual", np.less_equal),
+        ("Greater", np.greater), ("GreaterEqual", np.greater_equal), ("LogicalAnd", np.logical_and),
+        ("LogicalOr", np.logical_or), ("LogicalXor", np.logical_xor), ("BitwiseAnd", np.bitwise_and),
+        ("BitwiseOr", np.bitwise_or), ("BitwiseXor", np.bitwise_xor), ("Mod", R.mod), ("FloorMod", R.floor_mod))},
+    "LogicalNot": lambda c: [np.logical_not(c.ins[0])],
+    "BitwiseNot": lambda c: [np.invert(c.ins[0])],
+    "IsNaN": lambda c: [np.isnan(c.ins[0])],
+    "IsFinite": lambda c: [np.isfinite(c.ins[0])],
+    "IsInf": lambda c: [R.is_inf(c.ins[0], bool(c.a("detect_negative")), bool(c.a("detect_positive")))],
+    "Select": lambda c: [R.select(c.ins[0], c.ins[1], c.ins[2])],
     "ReduceMean": _reduce_ref("mean"),
     "ReduceSum": _reduce_ref("sum"),
     "ReduceMax": _reduce_ref("max"),

@@ -29,6 +29,8 @@ FAMILIES = (
     "norms",
     "reduce",
     "compute",
+    "activation",
+    "logic",
 )
 
 
