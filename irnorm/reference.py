@@ -42,6 +42,8 @@ __all__ = [
     "layer_normalization",
     "lrn",
     "matmul",
+    "max_pool",
+    "avg_pool",
     "math_unary",
     "mish",
     "mod",
@@ -747,3 +749,67 @@ def is_inf(x: ArrayLike, detect_negative: bool = True, detect_positive: bool = T
     """IsInf-10."""
     x = _f64(x)
     return (np.isneginf(x) & detect_negative) | (np.isposinf(x) & detect_positive)
+
+
+# ---- pooling ---------------------------------------------------------------------------------------
+
+
+def _pool_windows(x: np.ndarray, kernel, strides, dilations, pads_begin, out_spatial):
+    """Yield (output index, list of (flat in-plane index, value) of the in-bounds taps, taps in the padded extent
+    are reported by pool_extent)."""
+    spatial = x.shape[2:]
+    for o in np.ndindex(*out_spatial):
+        taps = []
+        for k in np.ndindex(*kernel):
+            pos = [o[i] * strides[i] - pads_begin[i] + k[i] * dilations[i] for i in range(len(kernel))]
+            if all(0 <= p < n for p, n in zip(pos, spatial, strict=True)):
+                taps.append(tuple(pos))
+        yield o, taps
+
+
+def max_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+             pads_begin: Sequence[int], out_spatial: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """OpenVINO MaxPool-1/8/14 on [N, C, spatial...] with the output size already decided (the
+    rounding rules live in the op): the maximum of the in-bounds taps of each window and its flat
+    index within the (n, c) plane (the first maximum on ties)."""
+    x_in, x = x, _f64(x)
+    n, c = x.shape[:2]
+    out = np.empty((n, c) + tuple(out_spatial))
+    idx = np.empty(out.shape, np.int64)
+    low = np.finfo(np.asarray(x_in).dtype).min if np.asarray(x_in).dtype.kind == "f" else np.finfo(np.float64).min
+    if np.asarray(x_in).dtype.name == "bfloat16":
+        import ml_dtypes
+
+        low = float(ml_dtypes.finfo(ml_dtypes.bfloat16).min)
+    for o, taps in _pool_windows(x, kernel, strides, dilations, pads_begin, out_spatial):
+        for b in range(n):
+            for ch in range(c):
+                if not taps:  # a window wholly in the padding: the data type's lowest value, index 0
+                    out[(b, ch) + o], idx[(b, ch) + o] = low, 0
+                    continue
+                vals = [x[(b, ch) + t] for t in taps]
+                j = int(np.argmax(vals))
+                out[(b, ch) + o] = vals[j]
+                idx[(b, ch) + o] = int(np.ravel_multi_index(taps[j], x.shape[2:]))
+    return out, idx
+
+
+def avg_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], pads_begin: Sequence[int],
+             pads_end: Sequence[int], exclude_pad: bool, out_spatial: Sequence[int]) -> np.ndarray:
+    """OpenVINO AvgPool-1/14: the mean of the in-bounds taps (exclude_pad) or their sum divided by the
+    taps inside the padded extent [-pads_begin, in + pads_end)."""
+    x = _f64(x)
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    out = np.empty((n, c) + tuple(out_spatial))
+    for o, taps in _pool_windows(x, kernel, strides, [1] * len(kernel), pads_begin, out_spatial):
+        if exclude_pad:
+            count = len(taps)
+        else:
+            count = 1
+            for i in range(len(kernel)):
+                start = o[i] * strides[i] - pads_begin[i]
+                count *= min(start + kernel[i], spatial[i] + pads_end[i]) - start
+        s = sum(x[(slice(None), slice(None)) + t] for t in taps) if taps else np.zeros((n, c))
+        out[(slice(None), slice(None)) + o] = s / count if count else 0.0
+    return out

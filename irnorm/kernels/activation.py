@@ -29,6 +29,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from . import PARALLEL_MIN
 from .pool import OUTPUTS
 
 _NAMES = (
@@ -42,7 +43,6 @@ CODES = {name: i for i, name in enumerate(_NAMES)}
  PRELU_SCALAR) = range(len(_NAMES))
 
 BLOCK = 8192  # elements per task
-PARALLEL_MIN = 1 << 15  # smaller tensors run on one thread
 
 _JIT = dict(nogil=True, cache=True, error_model="numpy")
 

@@ -22,6 +22,7 @@ OP_MODULES = (
     "convolution",
     "activation",
     "logic",
+    "pooling",
 )
 
 

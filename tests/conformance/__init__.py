@@ -31,6 +31,7 @@ FAMILIES = (
     "compute",
     "activation",
     "logic",
+    "pooling",
 )
 
 
