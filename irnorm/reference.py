@@ -57,6 +57,8 @@ __all__ = [
     "round_",
     "scale",
     "scale_int8_output",
+    "scaled_dot_product_attention",
+    "softmax",
     "select",
     "selu",
     "sign",
@@ -813,3 +815,33 @@ def avg_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], pads_b
         s = sum(x[(slice(None), slice(None)) + t] for t in taps) if taps else np.zeros((n, c))
         out[(slice(None), slice(None)) + o] = s / count if count else 0.0
     return out
+
+
+# ---- softmax and attention -------------------------------------------------------------------------
+
+
+def softmax(x: ArrayLike, axis: int, log: bool = False) -> np.ndarray:
+    """OpenVINO SoftMax-1/8 and LogSoftmax-5 along `axis` (negative counts from the back)."""
+    x = _f64(x)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.max(x, axis=axis, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        e = np.exp(x - m)
+        s = np.sum(e, axis=axis, keepdims=True)
+        return x - m - np.log(s) if log else e / s
+
+
+def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None,
+                                 scale: float | None = None, causal: bool = False) -> np.ndarray:
+    """OpenVINO ScaledDotProductAttention-13: softmax(Q K^T * scale + mask) V; a boolean mask lets the
+    true positions attend (false adds -inf); causal lets query i attend to keys 0..i (the mask ignored)."""
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    if scale is None:
+        scale = 1.0 / np.sqrt(q.shape[-1])
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if causal:
+        s = s + np.where(np.tril(np.ones(s.shape[-2:], bool)), 0.0, -np.inf)
+    elif mask is not None:
+        m = np.asarray(mask)
+        s = s + (np.where(m, 0.0, -np.inf) if m.dtype == bool else _f64(m))
+    return np.matmul(softmax(s, -1), v)

@@ -40,7 +40,7 @@ def _max_window(x, p, od, oh, ow, k, s, d, pb, dims):
     return best, arg
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _max_rows(x, out, idx, k, s, d, pb, low, lo, hi):
     dims = (x.shape[1], x.shape[2], x.shape[3])
     OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
@@ -55,14 +55,14 @@ def _max_rows(x, out, idx, k, s, d, pb, low, lo, hi):
                 idx[p, od, oh, ow] = a
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def _max_parallel(x, out, idx, k, s, d, pb, low, tasks):
     n = out.shape[0] * out.shape[1]
     for t in prange(tasks):
         _max_rows(x, out, idx, k, s, d, pb, low, t * n // tasks, (t + 1) * n // tasks)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _avg_rows(x, out, k, s, pb, pad_end_limit, exclude_pad, lo, hi):
     D, H, W = x.shape[1], x.shape[2], x.shape[3]
     OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
@@ -86,7 +86,7 @@ def _avg_rows(x, out, k, s, pb, pad_end_limit, exclude_pad, lo, hi):
                 out[p, od, oh, ow] = acc / cnt if cnt > 0 else 0.0
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def _avg_parallel(x, out, k, s, pb, pad_end_limit, exclude_pad, tasks):
     n = out.shape[0] * out.shape[1]
     for t in prange(tasks):

@@ -23,6 +23,8 @@ OP_MODULES = (
     "activation",
     "logic",
     "pooling",
+    "softmax",
+    "attention",
 )
 
 

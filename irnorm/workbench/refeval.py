@@ -205,6 +205,39 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf_vec(x) if x.size else np.asarray(x, np.float64)
 
 
+def _pool_attrs(c: RefCall) -> tuple[dict, list[int], list[int], list[int], list[int]]:
+    from ..ops.pooling import pool_geometry
+
+    a = dict(c.attrs)
+    n = len(a["kernel"])
+    a["auto_pad"] = "explicit" if a["auto_pad"] == "notset" else a["auto_pad"]
+    for what in ("pads_begin", "pads_end"):
+        a[what] = a[what] or [0] * n
+    dil = list(a.get("dilations") or [1] * n)
+    out, pb, pe = pool_geometry(c.ins[0].shape[2:], a, dil)
+    return a, dil, out, pb, pe
+
+
+def _max_pool(c: RefCall) -> list[np.ndarray]:
+    a, dil, out, pb, _ = _pool_attrs(c)
+    y, idx = R.max_pool(c.ins[0], a["kernel"], a["strides"], dil, pb, out)
+    if len(c.out_types) < 2:
+        return [y]
+    x = c.ins[0]
+    axis = int(a["axis"]) % x.ndim
+    plane = int(np.prod(x.shape[2:], dtype=np.int64))
+    if axis < 2:
+        base = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2]) if axis == 0 else \
+            np.broadcast_to(np.arange(x.shape[1]), x.shape[:2])
+        idx = idx + (base * plane).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
+    return [y, idx]
+
+
+def _avg_pool(c: RefCall) -> list[np.ndarray]:
+    a, _, out, pb, pe = _pool_attrs(c)
+    return [R.avg_pool(c.ins[0], a["kernel"], a["strides"], pb, pe, bool(a["exclude-pad"]), out)]
+
+
 def _apply1(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
     return lambda c: [fn(c.ins[0])]
 
@@ -373,6 +406,13 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "IsFinite": lambda c: [np.isfinite(c.ins[0])],
     "IsInf": lambda c: [R.is_inf(c.ins[0], bool(c.a("detect_negative")), bool(c.a("detect_positive")))],
     "Select": lambda c: [R.select(c.ins[0], c.ins[1], c.ins[2])],
+    "SoftMax": lambda c: [R.softmax(c.ins[0], int(c.a("axis")))],
+    "LogSoftmax": lambda c: [R.softmax(c.ins[0], int(c.a("axis")), log=True)],
+    "ScaledDotProductAttention": lambda c: [R.scaled_dot_product_attention(
+        c.ins[0], c.ins[1], c.ins[2], c.ins[3] if len(c.ins) > 3 else None,
+        float(np.asarray(c.ins[4]).reshape(-1)[0]) if len(c.ins) > 4 else None, bool(c.a("causal")))],
+    "MaxPool": _max_pool,
+    "AvgPool": _avg_pool,
     "ReduceMean": _reduce_ref("mean"),
     "ReduceSum": _reduce_ref("sum"),
     "ReduceMax": _reduce_ref("max"),

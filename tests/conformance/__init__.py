@@ -32,6 +32,7 @@ FAMILIES = (
     "activation",
     "logic",
     "pooling",
+    "attention",
 )
 
 
