@@ -25,6 +25,8 @@ OP_MODULES = (
     "pooling",
     "softmax",
     "attention",
+    "movement",
+    "range",
 )
 
 
