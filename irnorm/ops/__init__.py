@@ -27,6 +27,8 @@ OP_MODULES = (
     "attention",
     "movement",
     "range",
+    "interpolate",
+    "einsum",
 )
 
 
