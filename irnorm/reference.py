@@ -845,3 +845,105 @@ def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask:
         m = np.asarray(mask)
         s = s + (np.where(m, 0.0, -np.inf) if m.dtype == bool else _f64(m))
     return np.matmul(softmax(s, -1), v)
+
+
+# ---- data movement, Range, Interpolate, Einsum -----------------------------------------------------
+
+
+def transpose(x: ArrayLike, order: Sequence[int]) -> np.ndarray:
+    """OpenVINO Transpose-1 (empty order reverses the dims)."""
+    x = np.asarray(x)
+    return np.transpose(x, list(order) if len(order) else None)
+
+
+def split(x: ArrayLike, axis: int, lengths: Sequence[int]) -> list[np.ndarray]:
+    """Split-1 (equal lengths) and VariadicSplit-1 (lengths, one of them -1 for the rest)."""
+    x = np.asarray(x)
+    d = x.shape[axis]
+    lengths = [d - sum(v for v in lengths if v != -1) if v == -1 else v for v in lengths]
+    return np.split(x, np.cumsum(lengths)[:-1], axis=axis)
+
+
+def slice_(x: ArrayLike, start: Sequence[int], stop: Sequence[int], step: Sequence[int],
+           axes: Sequence[int] | None = None) -> np.ndarray:
+    """Slice-8: numpy slicing per axis (bounds clamped, negative steps)."""
+    x = np.asarray(x)
+    idx = [slice(None)] * x.ndim
+    for a, b, e, s in zip(axes if axes is not None else range(len(start)), start, stop, step, strict=True):
+        idx[a] = slice(b, e, s)
+    return x[tuple(idx)]
+
+
+def pad(x: ArrayLike, begin: Sequence[int], end: Sequence[int], mode: str, value: float = 0) -> np.ndarray:
+    """Pad-1/12: negative pads crop; constant/edge/reflect/symmetric as numpy's pad."""
+    x = np.asarray(x)
+    x = x[tuple(slice(max(-b, 0), x.shape[k] - max(-e, 0)) for k, (b, e) in enumerate(zip(begin, end, strict=True)))]
+    widths = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end, strict=True)]
+    return np.pad(x, widths, mode="constant", constant_values=value) if mode == "constant" else \
+        np.pad(x, widths, mode=mode)
+
+
+def range_(start: float, stop: float, step: float) -> np.ndarray:
+    """Range-1/4 in float64: start + k * step for k = 0 .. ceil((stop - start) / step) - 1."""
+    n = max(int(np.ceil((stop - start) / step)), 0)
+    return start + step * np.arange(n, dtype=np.float64)
+
+
+def gather_elements(x: ArrayLike, indices: ArrayLike, axis: int) -> np.ndarray:
+    x, i = np.asarray(x), np.asarray(indices).astype(np.int64)
+    i = np.where(i < 0, i + x.shape[axis], i)
+    return np.take_along_axis(x[tuple(slice(0, i.shape[k]) if k != axis % x.ndim else slice(None)
+                                      for k in range(x.ndim))], i, axis=axis)
+
+
+def scatter_nd_update(x: ArrayLike, indices: ArrayLike, updates: ArrayLike, reduction: str = "none") -> np.ndarray:
+    """ScatterNDUpdate-3/15: rows of indices address data's leading dims; in order, each update
+    replaces (or, with a reduction, is combined into) what is there."""
+    y = np.array(x, copy=True)
+    i = np.asarray(indices).astype(np.int64)
+    k = i.shape[-1]
+    u = np.asarray(updates).reshape((-1,) + y.shape[k:])
+    combine = {"sum": np.add, "sub": np.subtract, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
+    for row, val in zip(i.reshape(-1, k), u, strict=True):
+        row = tuple(int(r) + y.shape[j] if r < 0 else int(r) for j, r in enumerate(row))
+        y[row] = val if reduction == "none" else combine[reduction](y[row], val)
+    return y
+
+
+def einsum(equation: str, *operands: ArrayLike) -> np.ndarray:
+    return np.einsum(equation, *(_f64(o) for o in operands))
+
+
+def interpolate(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], scales: Sequence[float], mode: str,
+                transform: str, nearest_mode: str) -> np.ndarray:
+    """Interpolate-4/11 (nearest, linear_onnx; no antialias) in float64, one output element at a time
+    per axis: the input coordinate by `transform`, then the nearest sample (by `nearest_mode`) or the
+    two neighbours blended linearly (clamped to the edges)."""
+    y = _f64(x)
+    for ax, n_out, sc in zip(axes, sizes, scales, strict=True):
+        n_in = y.shape[ax]
+        rows = []
+        for o in range(n_out):
+            if transform == "half_pixel":
+                c = (o + 0.5) / sc - 0.5
+            elif transform == "pytorch_half_pixel":
+                c = (o + 0.5) / sc - 0.5 if n_out > 1 else 0.0
+            elif transform == "asymmetric":
+                c = o / sc
+            elif transform == "tf_half_pixel_for_nn":
+                c = (o + 0.5) / sc
+            else:
+                c = o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+            if mode == "nearest":
+                f = np.floor(c)
+                k = {"round_prefer_floor": f if c - f == 0.5 else np.round(c),
+                     "round_prefer_ceil": np.ceil(c) if c - f == 0.5 else np.round(c),
+                     "floor": f, "ceil": np.ceil(c), "simple": np.ceil(c) if sc < 1 else np.trunc(c)}[nearest_mode]
+                rows.append(np.take(y, [int(min(max(k, 0), n_in - 1))], axis=ax))
+            else:
+                c = min(max(c, 0.0), n_in - 1)
+                lo = int(np.floor(c))
+                hi = min(lo + 1, n_in - 1)
+                rows.append(np.take(y, [lo], axis=ax) * (1 - (c - lo)) + np.take(y, [hi], axis=ax) * (c - lo))
+        y = np.concatenate(rows, axis=ax) if rows else np.take(y, [], axis=ax)
+    return y

@@ -238,6 +238,20 @@ def _avg_pool(c: RefCall) -> list[np.ndarray]:
     return [R.avg_pool(c.ins[0], a["kernel"], a["strides"], pb, pe, bool(a["exclude-pad"]), out)]
 
 
+def _interpolate(c: RefCall) -> list[np.ndarray]:
+    from ..ops.base import lookup
+
+    a = dict(c.attrs)
+    op = lookup(c.layer.type, c.layer.version)()
+    x = np.asarray(c.ins[0])
+    r = x.ndim
+    pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
+    xp = np.pad(x, list(zip(pb, pe, strict=True)))
+    axes, sizes, scales = op._plan(x.shape, a, [None, *c.ins[1:]])
+    return [R.interpolate(xp, axes, sizes, scales, a["mode"], a["coordinate_transformation_mode"],
+                          a["nearest_mode"])]
+
+
 def _apply1(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
     return lambda c: [fn(c.ins[0])]
 
@@ -413,6 +427,21 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
         float(np.asarray(c.ins[4]).reshape(-1)[0]) if len(c.ins) > 4 else None, bool(c.a("causal")))],
     "MaxPool": _max_pool,
     "AvgPool": _avg_pool,
+    "Split": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]),
+                               [c.ins[0].shape[int(_ints(c.ins[1])[0])] // c.a("num_splits")] * c.a("num_splits")),
+    "VariadicSplit": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]), _ints(c.ins[2])),
+    "Slice": lambda c: [R.slice_(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]), _ints(c.ins[3]),
+                                 _ints(c.ins[4]) if len(c.ins) > 4 else None)],
+    "Pad": lambda c: [R.pad(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]), c.a("pad_mode"),
+                            np.asarray(c.ins[3]).reshape(-1)[0] if len(c.ins) > 3 else 0)],
+    "Roll": lambda c: [np.roll(c.ins[0], _ints(c.ins[1]) * (len(_ints(c.ins[2])) if len(_ints(c.ins[1])) == 1 else 1),
+                               axis=_ints(c.ins[2]))],
+    "GatherElements": lambda c: [R.gather_elements(c.ins[0], c.ins[1], int(c.a("axis")))],
+    "ScatterNDUpdate": {3: lambda c: [R.scatter_nd_update(*c.ins)],
+                        15: lambda c: [R.scatter_nd_update(*c.ins, c.a("reduction"))]},
+    "Interpolate": _interpolate,
+    "Range": lambda c: [R.range_(*(float(np.asarray(v).reshape(-1)[0]) for v in c.ins))],
+    "Einsum": lambda c: [R.einsum(c.a("equation"), *c.ins)],
     "ReduceMean": _reduce_ref("mean"),
     "ReduceSum": _reduce_ref("sum"),
     "ReduceMax": _reduce_ref("max"),
