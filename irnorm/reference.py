@@ -866,12 +866,21 @@ def split(x: ArrayLike, axis: int, lengths: Sequence[int]) -> list[np.ndarray]:
 
 def slice_(x: ArrayLike, start: Sequence[int], stop: Sequence[int], step: Sequence[int],
            axes: Sequence[int] | None = None) -> np.ndarray:
-    """Slice-8: numpy slicing per axis (bounds clamped, negative steps)."""
+    """Slice-8: per axis, negative bounds count from the end, then start and stop clamp to [0, n] for a
+    positive step and to [0, n-1] / [-1, n-1] for a negative one (ONNX's rule; -1 = before index 0)."""
     x = np.asarray(x)
     idx = [slice(None)] * x.ndim
     for a, b, e, s in zip(axes if axes is not None else range(len(start)), start, stop, step, strict=True):
-        idx[a] = slice(b, e, s)
-    return x[tuple(idx)]
+        n = x.shape[a]
+        b, e = (b + n if b < 0 else b), (e + n if e < 0 else e)
+        if s > 0:
+            picks = list(range(min(max(b, 0), n), min(max(e, 0), n), s))
+        else:
+            picks = list(range(min(max(b, 0), n - 1), min(max(e, -1), n - 1), s)) if n else []
+        idx[a] = picks
+        x = np.take(x, picks, axis=a)
+        idx[a] = slice(None)
+    return x
 
 
 def pad(x: ArrayLike, begin: Sequence[int], end: Sequence[int], mode: str, value: float = 0) -> np.ndarray:

@@ -77,8 +77,8 @@ def resize(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[float]
     y = x
     for ax, n_out, sc in zip(axes, sizes, scales, strict=True):
         n_in = y.shape[ax]
-        if n_out == n_in and sc == 1.0 and a["coordinate_transformation_mode"] != "align_corners":
-            continue
+        if n_out == n_in and sc == 1.0 and a["coordinate_transformation_mode"] != "tf_half_pixel_for_nn":
+            continue  # the identity (tf_half_pixel_for_nn shifts by half a pixel even at scale 1)
         o = np.arange(n_out, dtype=np.float64)
         c = _source(o, n_in, n_out, sc, a["coordinate_transformation_mode"])
         if a["mode"] == "nearest":

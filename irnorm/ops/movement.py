@@ -217,8 +217,22 @@ def _slices(shape: tuple[int, ...], start: list[int], stop: list[int], step: lis
     for a, b, e, s in zip(axes, start, stop, step, strict=True):
         if s == 0:
             raise fail("IRN032", "step must not be 0")
-        idx[a] = slice(b, e, s)  # numpy's clamping of out-of-range bounds is OpenVINO's
+        idx[a] = _clamped(b, e, s, shape[a])
     return tuple(idx)
+
+
+def _clamped(b: int, e: int, s: int, n: int) -> slice:
+    """OpenVINO's (and ONNX's) bounds: negative values count from the end, then start and stop clamp
+    to [0, n] for a positive step and to [0, n-1] / [-1, n-1] for a negative one (-1: before the
+    first element).  This differs from Python's slicing for a start before -n with a negative step."""
+    if n <= 0:
+        return slice(0, 0, s)
+    b = b + n if b < 0 else b
+    e = e + n if e < 0 else e
+    if s > 0:
+        return slice(min(max(b, 0), n), min(max(e, 0), n), s)
+    b, e = min(max(b, 0), n - 1), min(max(e, -1), n - 1)
+    return slice(b, None if e == -1 else e, s)
 
 
 def _sliced_len(n: int, sl: slice) -> int:

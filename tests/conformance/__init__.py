@@ -33,6 +33,7 @@ FAMILIES = (
     "logic",
     "pooling",
     "attention",
+    "shape",
 )
 
 
