@@ -58,6 +58,7 @@ CODES: dict[str, str] = {
     "IRN065": "out= array does not fit its output (unknown name, shape, dtype, read-only, overlapping)",
     "IRN066": "a layer named for capture or --dump is unknown, not run, or a Result",
     "IRN067": "an argument to an irnorm function is invalid (unknown choice, out of range, unknown name)",
+    "IRN070": "the model cannot run chunk by chunk along the batch axis (a layer mixes its rows)",
     # warnings
     "IRN090": "dangling layer: no Result consumes it",
     "IRN091": "fp16-compressed weights (Const f16 + Convert decompression); outputs differ from an f32 original",

@@ -177,6 +177,27 @@ class InputBinder:
             raise InputError(diags)
         return bound  # type: ignore[return-value]
 
+    def check_shape(self, spec: TensorSpec, shape: tuple[int, ...]) -> None:
+        """Rank, static dims and declared bounds of one input (IRN061)."""
+        if len(shape) != len(spec.shape):
+            raise InputError(Diagnostic(
+                "IRN061", f"input {spec.name!r} has rank {len(shape)} {list(shape)}, the model expects rank "
+                          f"{len(spec.shape)} {fmt_shape(spec.shape)}", file=self.path))
+        bad = [i for i, (d, e) in enumerate(zip(shape, spec.shape, strict=True)) if e != -1 and d != e]
+        if bad:
+            raise InputError(Diagnostic(
+                "IRN061", f"input {spec.name!r} has shape {list(shape)}, the model expects "
+                          f"{spec.dims} (dim {bad[0]} must be {spec.shape[bad[0]]})", file=self.path))
+        if spec.bounds is not None:
+            # as OpenVINO: outside the bounds is refused, except a 0-sized dim (an empty tensor)
+            out = [i for i, (d, (lo, hi)) in enumerate(zip(shape, spec.bounds, strict=True))
+                   if d and (d < lo or (hi is not None and d > hi))]
+            if out:
+                lo, hi = spec.bounds[out[0]]
+                raise InputError(Diagnostic(
+                    "IRN061", f"input {spec.name!r} has shape {list(shape)}, the model expects {spec.dims} "
+                              f"(dim {out[0]} must be within {lo}..{'' if hi is None else hi})", file=self.path))
+
     def _check_input(self, spec: TensorSpec, value: Any, cast: bool) -> np.ndarray:
         arr = value if isinstance(value, np.ndarray) else None
         if arr is None:
@@ -197,24 +218,7 @@ class InputBinder:
                               f"({spec.element_type}); convert it, or pass cast=True / --cast", file=self.path))
             with np.errstate(invalid="ignore", over="ignore"):
                 arr = arr.astype(spec.dtype)
-        if arr.ndim != len(spec.shape):
-            raise InputError(Diagnostic(
-                "IRN061", f"input {spec.name!r} has rank {arr.ndim} {list(arr.shape)}, the model expects rank "
-                          f"{len(spec.shape)} {fmt_shape(spec.shape)}", file=self.path))
-        bad = [i for i, (d, e) in enumerate(zip(arr.shape, spec.shape, strict=True)) if e != -1 and d != e]
-        if bad:
-            raise InputError(Diagnostic(
-                "IRN061", f"input {spec.name!r} has shape {list(arr.shape)}, the model expects "
-                          f"{spec.dims} (dim {bad[0]} must be {spec.shape[bad[0]]})", file=self.path))
-        if spec.bounds is not None:
-            # as OpenVINO: outside the bounds is refused, except a 0-sized dim (an empty tensor)
-            out = [i for i, (d, (lo, hi)) in enumerate(zip(arr.shape, spec.bounds, strict=True))
-                   if d and (d < lo or (hi is not None and d > hi))]
-            if out:
-                lo, hi = spec.bounds[out[0]]
-                raise InputError(Diagnostic(
-                    "IRN061", f"input {spec.name!r} has shape {list(arr.shape)}, the model expects {spec.dims} "
-                              f"(dim {out[0]} must be within {lo}..{'' if hi is None else hi})", file=self.path))
+        self.check_shape(spec, arr.shape)
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         return arr

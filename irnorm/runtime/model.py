@@ -24,6 +24,13 @@ from .plan import Plan, default_max_memory, make_plan
 __all__ = ["LayerHook", "LayerOutput", "LayerTime", "Model", "RunResult", "TensorSpec"]
 
 
+class _ShapeOnly:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+
 class Model:
     """A loaded, validated, planned model.  Create it with :func:`irnorm.load`."""
 
@@ -53,6 +60,11 @@ class Model:
         return [n for st in self._plan.steps for n in st.nodes]
 
     @property
+    def output_sources(self) -> list[tuple[int, int]]:
+        """For each output, the (node index, output index) in ``graph.nodes`` that produces it."""
+        return list(self._plan.outputs)
+
+    @property
     def fused_steps(self) -> list[tuple[str, list[str]]]:
         """The planner's fusions: (label, names of the layers covered) for each fused step."""
         return [(st.label, [n.layer.name for n in st.covers]) for st in self._plan.steps if st.covers]
@@ -68,6 +80,20 @@ class Model:
         """The arrays a run would use for `inputs`, by canonical input name: names resolved, dtypes,
         ranks and static dims checked (with ``cast=True`` converted).  Raises InputError (IRN06x)."""
         return dict(zip([s.name for s in self.inputs], self._binder.bind(inputs, cast), strict=True))
+
+    def output_shapes(self, input_shapes: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+        """The output shapes a run with inputs of these shapes (in input order) would give, from the
+        shape rules alone: nothing is computed or allocated.  InputError when they do not fit."""
+        if len(input_shapes) != len(self.inputs):
+            raise InputError(Diagnostic("IRN060", f"the model takes {len(self.inputs)} inputs, got "
+                                                  f"{len(input_shapes)} shapes", file=self.path))
+        shapes = [tuple(int(d) for d in shape) for shape in input_shapes]
+        for spec, shape in zip(self.inputs, shapes, strict=True):
+            self._binder.check_shape(spec, shape)
+        # the shape rules read only .shape: stand-ins that hold no data
+        infos = self._plan.reinfer([_ShapeOnly(shape) for shape in shapes])
+        return [tuple(infos[src].shape) if src in infos else tuple(self._plan.constants[src].shape)
+                for src in self._plan.outputs]
 
     def _check_shapes(self, arrays: list[np.ndarray], plan: Plan | None = None) -> dict[tuple[int, int], TensorInfo]:
         """Dynamic models: re-run the shape rules at these shapes and check the memory they need."""
