@@ -37,7 +37,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @input_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Save every output to this .npz.")
+@click.option("-o", "--output", type=click.Path(), help="Save every output to this .npz (or an OUT.zarr group).")
 @max_memory_option
 @fuse_option
 @click.option("--compare", "compare_npz", type=click.Path(dir_okay=False), metavar="EXPECTED.npz",
@@ -48,6 +48,11 @@ def cli() -> None:
               help="Write every layer's outputs here (.npy + index.json).")
 @click.option("--dump", "dump_names", multiple=True, metavar="LAYER", help="Only dump this layer (name or id).")
 @click.option("--profile", is_flag=True, help="Print per-layer wall time, slowest first.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="With .zarr data: a local cluster of N worker processes (default: threads in this process).")
+@click.option("--scheduler", default=None, metavar="ADDRESS", help="With .zarr data: a dask scheduler's address.")
+@click.option("--chunk", "chunk_rows", type=click.IntRange(min=1), default=None, metavar="ROWS",
+              help="With .zarr data: rows per task (default: the input's chunking).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...], seed: int,
@@ -55,8 +60,12 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
         cast: bool, save_inputs: str | None, output: str | None, max_memory: int | None, no_fuse: bool,
         compare_npz: str | None,
         rtol_items: tuple[str, ...], atol_items: tuple[str, ...], dump_dir: str | None, dump_names: tuple[str, ...],
-        profile: bool, as_json: bool, quiet: bool) -> None:
+        profile: bool, workers: int | None, scheduler: str | None, chunk_rows: int | None, as_json: bool,
+        quiet: bool) -> None:
     """Run MODEL and print each output's name, shape, dtype and statistics.
+
+    With --inputs DATA.zarr -o OUT.zarr the model runs chunk by chunk over the zarr group on dask
+    (the [dask] extra); an interrupted run started again finishes the missing chunks.
 
     \b
     Example:  irnorm run model.xml --inputs in.npz -o out.npz"""
@@ -66,6 +75,11 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
     from .workbench.jsonout import dumps, element_type
     from .workbench.outputs import check_output_path, interruptible, save_npz, stats, stats_text
 
+    if (inputs_npz or "").rstrip("/").endswith(".zarr") or (output or "").rstrip("/").endswith(".zarr"):
+        _run_zarr(model, weights, inputs_npz, output, workers, scheduler, chunk_rows, as_json, quiet)
+        return
+    if workers or scheduler or chunk_rows:
+        raise click.UsageError("--workers, --scheduler and --chunk go with --inputs DATA.zarr -o OUT.zarr")
     if output:
         check_output_path(output)
     m, feeds, note = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items,
@@ -99,6 +113,28 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
             click.echo(f"saved {len(outs)} output(s) to {output}")
     if wb.print_run_extras(extras, quiet):
         sys.exit(EXIT_FAIL)
+
+
+def _run_zarr(model: str, weights: str | None, in_path: str | None, out_path: str | None, workers: int | None,
+              scheduler: str | None, chunk_rows: int | None, as_json: bool, quiet: bool) -> None:
+    if not (in_path and out_path and in_path.rstrip("/").endswith(".zarr") and out_path.rstrip("/").endswith(".zarr")):
+        raise click.UsageError("chunked runs take both --inputs DATA.zarr and -o OUT.zarr")
+    if workers and scheduler:
+        raise click.UsageError("give --workers or --scheduler, not both")
+    try:
+        from .dask.zarr_io import run_zarr
+    except ImportError:
+        raise click.UsageError("zarr data needs the dask extra: pip install 'irnorm[dask]'") from None
+    show = not (quiet or as_json) and sys.stderr.isatty()
+    counts = run_zarr(model, in_path, out_path, weights=weights, workers=workers, scheduler=scheduler,
+                      chunk_rows=chunk_rows, progress=show)
+    if as_json:
+        from .workbench.jsonout import dumps
+
+        click.echo(dumps({"ok": True, "inputs": in_path, "saved": out_path, **counts}))
+    elif not quiet:
+        click.echo(f"wrote {counts['rows']} rows to {out_path}: {counts['computed']} chunk(s) computed, "
+                   f"{counts['skipped']} already done")
 
 
 @cli.command()

@@ -91,8 +91,8 @@ def input_options(f: Any) -> Any:
     """--weights, --inputs, -i, --seed, --shape, --value-range, --cast: how a command gets its inputs."""
     return _apply([
         click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin)."),
-        click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False),
-                     help="An .npz whose keys are input names."),
+        click.option("--inputs", "inputs_npz", type=click.Path(),
+                     help="An .npz whose keys are input names (irnorm run: or a DATA.zarr group)."),
         click.option("-i", "--input", "items", multiple=True, type=NamedFile(), help="One input (repeatable)."),
         click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
                      help="Seed for random inputs (used when none are given)."),
