@@ -797,21 +797,23 @@ def max_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], dilati
 
 
 def avg_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], pads_begin: Sequence[int],
-             pads_end: Sequence[int], exclude_pad: bool, out_spatial: Sequence[int]) -> np.ndarray:
-    """OpenVINO AvgPool-1/14: the mean of the in-bounds taps (exclude_pad) or their sum divided by the
-    taps inside the padded extent [-pads_begin, in + pads_end)."""
+             pads_end: Sequence[int], exclude_pad: bool, out_spatial: Sequence[int],
+             dilations: Sequence[int] | None = None) -> np.ndarray:
+    """OpenVINO AvgPool-1/14/16: the mean of the in-bounds taps (exclude_pad) or their sum divided by
+    the taps inside the padded extent [-pads_begin, in + pads_end)."""
     x = _f64(x)
     n, c = x.shape[:2]
     spatial = x.shape[2:]
+    dilations = list(dilations or [1] * len(kernel))
     out = np.empty((n, c) + tuple(out_spatial))
-    for o, taps in _pool_windows(x, kernel, strides, [1] * len(kernel), pads_begin, out_spatial):
+    for o, taps in _pool_windows(x, kernel, strides, dilations, pads_begin, out_spatial):
         if exclude_pad:
             count = len(taps)
         else:
             count = 1
             for i in range(len(kernel)):
                 start = o[i] * strides[i] - pads_begin[i]
-                count *= min(start + kernel[i], spatial[i] + pads_end[i]) - start
+                count *= sum(1 for k in range(kernel[i]) if start + k * dilations[i] < spatial[i] + pads_end[i])
         s = sum(x[(slice(None), slice(None)) + t] for t in taps) if taps else np.zeros((n, c))
         out[(slice(None), slice(None)) + o] = s / count if count else 0.0
     return out

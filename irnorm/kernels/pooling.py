@@ -63,7 +63,7 @@ def _max_parallel(x, out, idx, k, s, d, pb, low, tasks):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _avg_rows(x, out, k, s, pb, pad_end_limit, exclude_pad, lo, hi):
+def _avg_rows(x, out, k, s, d, pb, pad_end_limit, exclude_pad, lo, hi):
     D, H, W = x.shape[1], x.shape[2], x.shape[3]
     OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
     for r in range(lo, hi):
@@ -75,22 +75,32 @@ def _avg_rows(x, out, k, s, pb, pad_end_limit, exclude_pad, lo, hi):
                 t0 = ow * s[2] - pb[2]
                 acc = 0.0
                 cnt = 0
-                for z in range(max(z0, 0), min(z0 + k[0], D)):
-                    for y in range(max(y0, 0), min(y0 + k[1], H)):
-                        for t in range(max(t0, 0), min(t0 + k[2], W)):
-                            acc += x[p, z, y, t]
-                            cnt += 1
-                if not exclude_pad:  # the divisor counts the taps inside the padded extent
-                    cnt = ((min(z0 + k[0], pad_end_limit[0]) - z0) * (min(y0 + k[1], pad_end_limit[1]) - y0)
-                           * (min(t0 + k[2], pad_end_limit[2]) - t0))
-                out[p, od, oh, ow] = acc / cnt if cnt > 0 else 0.0
+                padded = 0  # taps inside the padded extent [-pad_begin, in + pad_end)
+                for a in range(k[0]):
+                    z = z0 + a * d[0]
+                    if z >= pad_end_limit[0]:
+                        break
+                    for b in range(k[1]):
+                        y = y0 + b * d[1]
+                        if y >= pad_end_limit[1]:
+                            break
+                        for c in range(k[2]):
+                            t = t0 + c * d[2]
+                            if t >= pad_end_limit[2]:
+                                break
+                            padded += 1
+                            if 0 <= z < D and 0 <= y < H and 0 <= t < W:
+                                acc += x[p, z, y, t]
+                                cnt += 1
+                n = cnt if exclude_pad else padded
+                out[p, od, oh, ow] = acc / n if n > 0 else 0.0
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def _avg_parallel(x, out, k, s, pb, pad_end_limit, exclude_pad, tasks):
+def _avg_parallel(x, out, k, s, d, pb, pad_end_limit, exclude_pad, tasks):
     n = out.shape[0] * out.shape[1]
     for t in prange(tasks):
-        _avg_rows(x, out, k, s, pb, pad_end_limit, exclude_pad, t * n // tasks, (t + 1) * n // tasks)
+        _avg_rows(x, out, k, s, d, pb, pad_end_limit, exclude_pad, t * n // tasks, (t + 1) * n // tasks)
 
 
 def _as_planes(x: np.ndarray, cdt: np.dtype) -> np.ndarray:
@@ -126,7 +136,7 @@ def max_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: 
 
 
 def avg_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: list[int], pads_begin: list[int],
-             pads_end: list[int], exclude_pad: bool, cdt: np.dtype) -> np.ndarray:
+             pads_end: list[int], exclude_pad: bool, cdt: np.dtype, dilations: list[int] | None = None) -> np.ndarray:
     n, c = x.shape[:2]
     xs = _as_planes(x, cdt)
     oshape = (n * c,) + tuple(int(v) for v in _pad3(out_spatial, 1))
@@ -134,6 +144,6 @@ def avg_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: 
     if out.size:
         limit = _pad3([d + e for d, e in zip(x.shape[2:], pads_end, strict=True)], 1)
         rows = oshape[0] * oshape[1]
-        _avg_parallel(xs, out, _pad3(kernel, 1), _pad3(strides, 1), _pad3(pads_begin, 0), limit, exclude_pad,
-                      _tasks(rows, out.size * int(np.prod(kernel))))
+        _avg_parallel(xs, out, _pad3(kernel, 1), _pad3(strides, 1), _pad3(dilations or [1] * len(kernel), 1),
+                      _pad3(pads_begin, 0), limit, exclude_pad, _tasks(rows, out.size * int(np.prod(kernel))))
     return out.reshape((n, c) + tuple(out_spatial))

@@ -93,6 +93,6 @@ class Einsum(Op):
                 y = np.einsum(eq, *(np.asarray(a, dtype=cdt) for a in ins), optimize=True)
             except ValueError as e:
                 raise runtime_error(layer, f"the operands do not fit the equation: {e}") from None
-            return [np.ascontiguousarray(cast(y, dt))]
+            return [np.array(cast(y, dt), copy=True, order="C")]  # 0-d stays 0-d
 
         return run

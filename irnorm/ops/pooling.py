@@ -234,16 +234,17 @@ class _AvgPool(_Pool):
 
         a = self._attrs(ctx)
         n = len(a["kernel"])
+        dil = a.get("dilations") or [1] * n
         layer = ctx.layer
 
         def run(ins):
             x = ins[0]
             try:
-                sp, pb, pe = pool_geometry(x.shape[2:], a, [1] * n)
+                sp, pb, pe = pool_geometry(x.shape[2:], a, dil)
             except Exception as e:
                 raise runtime_error(layer, str(e)) from None
             cdt = compute_dtype(x.dtype) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else np.dtype(np.float64)
-            y = kern.avg_pool(x, sp, a["kernel"], a["strides"], pb, pe, a["exclude-pad"], cdt)
+            y = kern.avg_pool(x, sp, a["kernel"], a["strides"], pb, pe, a["exclude-pad"], cdt, dil)
             if x.dtype.kind in "iu":
                 y = np.trunc(y)
             return [cast(y, x.dtype) if x.dtype != cdt else y]
@@ -262,6 +263,15 @@ class AvgPool1(_AvgPool):
 @register
 class AvgPool14(_AvgPool):
     version = 14
-    opsets = (14, None)
+    opsets = (14, 15)
     schema = AttrSchema(_common(("floor", "ceil", "ceil_torch")) + [Attr("exclude-pad", parse_bool)])
     doc = "AvgPool-1 plus rounding_type ceil_torch."
+
+
+@register
+class AvgPool16(_AvgPool):
+    version = 16
+    opsets = (16, None)
+    schema = AttrSchema(_common(("floor", "ceil", "ceil_torch")) + [
+        Attr("exclude-pad", parse_bool), optional("dilations", parse_int_list, [], check=_positive_list("dilation"))])
+    doc = "AvgPool-14 plus dilations."

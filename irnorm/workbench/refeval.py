@@ -234,8 +234,8 @@ def _max_pool(c: RefCall) -> list[np.ndarray]:
 
 
 def _avg_pool(c: RefCall) -> list[np.ndarray]:
-    a, _, out, pb, pe = _pool_attrs(c)
-    return [R.avg_pool(c.ins[0], a["kernel"], a["strides"], pb, pe, bool(a["exclude-pad"]), out)]
+    a, dil, out, pb, pe = _pool_attrs(c)
+    return [R.avg_pool(c.ins[0], a["kernel"], a["strides"], pb, pe, bool(a["exclude-pad"]), out, dil)]
 
 
 def _interpolate(c: RefCall) -> list[np.ndarray]:

@@ -15,13 +15,13 @@ FLOATS = (np.float32, np.float16, np.float64, BF16)
 
 
 def _case(version: int, avg: bool):
-    roundings = ["floor", "ceil"] + (["ceil_torch"] if version == 14 else [])
+    roundings = ["floor", "ceil"] + (["ceil_torch"] if version >= 14 else [])
 
     def sample(rng: np.random.Generator) -> Case:
         nd = int(rng.integers(1, 4))
         kernel = [int(k) for k in rng.integers(1, 4, nd)]
         strides = [int(s) for s in rng.integers(1, 3, nd)]
-        dil = [int(d) for d in rng.integers(1, 3, nd)] if version >= 8 and not avg else [1] * nd
+        dil = [int(d) for d in rng.integers(1, 3, nd)] if (version >= 8 and not avg) or version == 16 else [1] * nd
         spatial = [int(d * (k - 1) + 1 + rng.integers(0, 5)) for k, d in zip(kernel, dil, strict=True)]
         pads_b = [int(rng.integers(0, k)) for k in kernel]  # a pad smaller than the window
         pads_e = [int(rng.integers(0, k)) for k in kernel]
@@ -32,6 +32,8 @@ def _case(version: int, avg: bool):
                  "rounding_type": str(rng.choice(roundings)), "auto_pad": auto_pad}
         if avg:
             attrs["exclude-pad"] = bool(rng.integers(2))
+            if version == 16:
+                attrs["dilations"] = dil
         elif version >= 8:
             attrs.update(dilations=dil, index_element_type=str(rng.choice(["i32", "i64"])),
                          axis=int(rng.choice([0, 1, 2])))
@@ -55,7 +57,7 @@ def _ref(version: int, avg: bool):
         dil = a.get("dilations", [1] * len(a["kernel"]))
         out, pb, pe = pool_geometry(x.shape[2:], a, dil)
         if avg:
-            return [R.avg_pool(x, a["kernel"], a["strides"], pb, pe, a["exclude-pad"], out)]
+            return [R.avg_pool(x, a["kernel"], a["strides"], pb, pe, a["exclude-pad"], out, dil)]
         y, idx = R.max_pool(x, a["kernel"], a["strides"], dil, pb, out)
         if version == 1:
             return [y]
@@ -75,8 +77,11 @@ def _ov(version: int, avg: bool):
         import openvino as ov
 
         a = c.attrs
-        mod = {1: "opset1", 8: "opset8", 14: "opset14"}[version]
+        mod = {1: "opset1", 8: "opset8", 14: "opset14", 16: "opset16"}[version]
         ops = __import__(f"openvino.{mod}", fromlist=["x"])
+        if avg and version == 16:
+            return ops.avg_pool(nodes[0], a["strides"], a["pads_begin"], a["pads_end"], a["kernel"], a["exclude-pad"],
+                                a["rounding_type"], a["auto_pad"], a["dilations"])
         if avg:
             return ops.avg_pool(nodes[0], a["strides"], a["pads_begin"], a["pads_end"], a["kernel"], a["exclude-pad"],
                                 a["rounding_type"], a["auto_pad"])
@@ -96,4 +101,5 @@ ROWS = [
     Row("MaxPool-14", "opset14", _case(14, False), _ref(14, False), _ov(14, False)),
     Row("AvgPool-1", "opset1", _case(1, True), _ref(1, True), _ov(1, True)),
     Row("AvgPool-14", "opset14", _case(14, True), _ref(14, True), _ov(14, True)),
+    Row("AvgPool-16", "opset16", _case(16, True), _ref(16, True), _ov(16, True)),
 ]
