@@ -55,9 +55,9 @@ def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
         import openvino as ov
 
         core = ov.Core()
-        compiled = core.compile_model(core.read_model(xml), "CPU", {
-            "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": str(threads), "PERF_COUNT": "YES",
-            "PERFORMANCE_HINT": "LATENCY"})
+        config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": str(threads),
+                  "PERFORMANCE_HINT": "LATENCY"}
+        compiled = core.compile_model(core.read_model(xml), "CPU", config)
         req = compiled.create_infer_request()
         ov_feeds = {p: feeds[next(n for n in p.get_names() if n in feeds)] for p in compiled.inputs}
 
@@ -65,9 +65,13 @@ def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
             req.infer(ov_feeds, share_inputs=True, share_outputs=True)
             return [req.get_output_tensor(i).data for i in range(len(compiled.outputs))]
 
-        def norm_ms() -> float:
-            req.infer(ov_feeds)
-            return sum(p.real_time.total_seconds() for p in req.get_profiling_info() if _norm(p.node_type)
+        def norm_ms() -> float:  # per-layer counters from a second compilation (they cost time)
+            counted = core.compile_model(core.read_model(xml), "CPU", {**config, "PERF_COUNT": "YES"})
+            r = counted.create_infer_request()
+            feeds = {p: ov_feeds[q] for p, q in zip(counted.inputs, compiled.inputs, strict=True)}
+            for _ in range(3):
+                r.infer(feeds)
+            return sum(p.real_time.total_seconds() for p in r.get_profiling_info() if _norm(p.node_type)
                        or _norm(p.exec_type)) * 1e3
     got = [np.array(o, copy=True) for o in call()]
     load_s = time.perf_counter() - t0
