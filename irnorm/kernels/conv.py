@@ -26,6 +26,22 @@ from numba import njit, prange
 COL_BUDGET = 1 << 22
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _x_range(off_x, sw, w_in, ow):
+    """The output x range [lo, hi) whose tap at offset off_x lands inside the input: 0 <= ox*sw + off_x < w_in."""
+    lo = 0
+    if off_x < 0:
+        lo = (-off_x + sw - 1) // sw
+    hi = 0
+    if w_in - off_x > 0:
+        hi = (w_in - off_x + sw - 1) // sw
+    if hi > ow:
+        hi = ow
+    if lo > hi:
+        lo = hi
+    return lo, hi
+
+
 @njit(nogil=True, parallel=True, cache=True)
 def im2col(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1):
     """x [N, C, D, H, W] -> col [N, C*kd*kh*kw, (r1-r0)*ow]: output rows r0..r1-1 of the flattened
@@ -42,18 +58,8 @@ def im2col(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r
         ky = (t // kw) % kh
         kx = t % kw
         dst = col[n, r]
-        # valid output x range for this tap: 0 <= ox*sw - pw + kx*dw < w_in
-        off_x = kx * dw - pw
-        lo = 0
-        if off_x < 0:
-            lo = (-off_x + sw - 1) // sw
-        hi = 0
-        if w_in - off_x > 0:
-            hi = (w_in - off_x + sw - 1) // sw
-        if hi > ow:
-            hi = ow
-        if lo > hi:
-            lo = hi
+        off_x = kx * dw - pw  # valid output x range for this tap: 0 <= ox*sw + off_x < w_in
+        lo, hi = _x_range(off_x, sw, w_in, ow)
         p = 0
         for rr in range(r0, r1):
             iz = (rr // oh) * sd - pd + kz * dd
@@ -133,14 +139,7 @@ def depthwise(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw):
                         for kx in range(kw):
                             wv = w[o, kz, ky, kx]
                             off_x = kx * dw - pw
-                            lo = 0
-                            if off_x < 0:
-                                lo = (-off_x + sw - 1) // sw
-                            hi = 0
-                            if w_in - off_x > 0:
-                                hi = (w_in - off_x + sw - 1) // sw
-                            if hi > ow:
-                                hi = ow
+                            lo, hi = _x_range(off_x, sw, w_in, ow)
                             if sw == 1:  # contiguous: vectorizes
                                 for ox in range(lo, hi):
                                     dst[ox] += wv * src[ox + off_x]

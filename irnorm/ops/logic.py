@@ -40,9 +40,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..ir.attrs import AttrError, AttrSchema, optional, parse_bool
+from ..ir.attrs import AttrSchema, optional, parse_bool
 from ..ir.dtypes import FLOAT_TYPES, INT_TYPES, cast, compute_dtype, is_float_dtype
 from .base import (
+    AUTO_BROADCAST,
     Kernel,
     NodeContext,
     Op,
@@ -53,20 +54,6 @@ from .base import (
     require_same_type,
     runtime_error,
 )
-
-
-def _auto_broadcast(text: str) -> str:
-    t = text.strip().lower()
-    if t == "numpy":
-        return "numpy"
-    if t in ("none", "explicit"):
-        return "none"
-    if t == "pdpd":
-        raise AttrError("'pdpd' broadcasting is not supported by irnorm (only numpy and none)", code="IRN023")
-    raise AttrError(f"'{text}' is not one of numpy, none, explicit")
-
-
-_AUTOB = optional("auto_broadcast", _auto_broadcast, "numpy", doc="numpy (default) or none (alias explicit)")
 
 _ANY = FLOAT_TYPES + INT_TYPES + ("boolean",)
 
@@ -117,7 +104,7 @@ def _check_broadcast(layer, shapes: list[tuple[int, ...]]) -> None:
 class _Binary(Op):
     version = 1
     opsets = (1, None)
-    schema = AttrSchema([_AUTOB])
+    schema = AttrSchema([AUTO_BROADCAST])
     inputs = (2, 2)
     types: ClassVar[tuple[str, ...]] = _ANY  # element types the inputs may have
     types_text: ClassVar[str] = ""
@@ -299,7 +286,7 @@ class Select(Op):
     type = "Select"
     version = 1
     opsets = (1, None)
-    schema = AttrSchema([_AUTOB])
+    schema = AttrSchema([AUTO_BROADCAST])
     inputs = (3, 3)
     doc = ("cond ? then : else; cond boolean, then/else of one element type; auto_broadcast numpy (the three "
            "shapes broadcast together, default) or none (equal shapes).")
