@@ -49,7 +49,46 @@ def test_range_refuses_a_zero_step_and_absurd_sizes(tmp_path):
         assert e.value.code == "IRN064"
 
 
+def test_reverse_by_index_and_by_mask(tmp_path):
+    """Reverse-1 has no OpenVINO Python builder, so it is checked here against np.flip: axes as indices
+    (negative ones too) and as a boolean mask."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for mode, axes, flip in (("index", np.array([0, -1]), (0, 2)), ("index", np.array([], np.int64), ()),
+                             ("mask", np.array([False, True, True]), (1, 2))):
+        b = single_op_model("Reverse", [("param:x", ((2, 3, 4), "f32")), ("a", axes)], [((2, 3, 4), "f32")],
+                            {"mode": mode}, version="opset1")
+        y = _run(b, tmp_path, {"x": x}, f"rev{mode}{len(flip)}")["y"]
+        np.testing.assert_array_equal(y, np.flip(x, flip) if flip else x)
+
+
+def test_topk_negative_k_at_run_time_is_coded(tmp_path):
+    b = single_op_model("TopK", [("param:x", ((2, 5), "f32")), ("param:k", ((), "i64"))],
+                        [((2, -1), "f32"), ((2, -1), "i32")], {"axis": 1, "mode": "max", "sort": "value"},
+                        version="opset3")
+    x = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]], np.float32)
+    got = _run(b, tmp_path, {"x": x, "k": np.array(2)}, "ok")
+    assert got["y"].tolist() == [[5, 4], [9, 6]] and got["y1"].tolist() == [[4, 2], [0, 2]]
+    with pytest.raises(irnorm.InputError, match="must be non-negative"):
+        _run(b, tmp_path, {"x": x, "k": np.array(-1)}, "bad")
+
+
 @pytest.mark.parametrize("layer,inputs,outputs,attrs,version,code,fragment", [
+    ("Tile", [("param:x", ((2, 3), "f32")), ("r", np.array([1, -2]))], [((2, 6), "f32")], None, "opset1",
+     "IRN032", "non-negative"),
+    ("Reverse", [("param:x", ((2, 3), "f32")), ("a", np.array([True]))], [((2, 3), "f32")], {"mode": "mask"},
+     "opset1", "IRN032", "rank 2"),
+    ("Reverse", [("param:x", ((2, 3), "f32")), ("a", np.array([2]))], [((2, 3), "f32")], {"mode": "index"},
+     "opset1", "IRN032", ""),
+    ("CumSum", [("param:x", ((2, 3), "f32")), ("a", np.array(5))], [((2, 3), "f32")], None, "opset3",
+     "IRN032", ""),
+    ("TopK", [("param:x", ((2, 3), "f32")), ("k", np.array([1, 2]))], [((2, 1), "f32"), ((2, 1), "i32")],
+     {"axis": 1, "mode": "max", "sort": "value"}, "opset3", "IRN032", "single value"),
+    ("StridedSlice", [("param:x", ((2, 3), "f32")), ("b", np.array([5, 0])), ("e", np.array([6, 3])),
+                      ("s", np.array([1, 1]))], [((3,), "f32")],
+     {"begin_mask": "0,0", "end_mask": "0,0", "shrink_axis_mask": "1,0"}, "opset1", "IRN032", "out of range"),
+    ("StridedSlice", [("param:x", ((2, 3), "f32")), ("b", np.array([0, 0])), ("e", np.array([2, 3])),
+                      ("s", np.array([1, 0]))], [((2, 3), "f32")],
+     {"begin_mask": "0,0", "end_mask": "0,0"}, "opset1", "IRN032", "not be 0"),
     ("Transpose", [("param:x", ((2, 3), "f32")), ("o", np.array([0, 0]))], [((2, 2), "f32")], None, "opset1",
      "IRN032", "not a permutation"),
     ("Split", [("param:x", ((2, 5), "f32")), ("a", np.array(1))], [((2, 2), "f32"), ((2, 2), "f32")],

@@ -1,5 +1,5 @@
-"""Data movement: Transpose-1, Split-1, VariadicSplit-1, Slice-8, Pad-1/12, Roll-7, GatherElements-6,
-ScatterNDUpdate-3/4.
+"""Data movement: Transpose-1, Split-1, VariadicSplit-1, Slice-8, StridedSlice-1, Pad-1/12, Roll-7,
+Tile-1, Reverse-1, CumSum-3, TopK-1/3/11, GatherElements-6, ScatterNDUpdate-3/15.
 
 These only move or copy elements, so numpy's own routines (transpose + a contiguous copy, slicing,
 np.pad, np.roll, take_along_axis, fancy-index assignment) are the kernels: they run at memory speed
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.attrs import Attr, AttrSchema, enum, optional, parse_int
-from ..ir.dtypes import INT_TYPES
+from ..ir.attrs import Attr, AttrSchema, enum, optional, parse_bool, parse_int, parse_int_list
+from ..ir.dtypes import INT_TYPES, cast, compute_dtype, is_float_dtype
 from .base import (
     Kernel,
     NodeContext,
@@ -520,3 +520,304 @@ class ScatterNDUpdate15(_ScatterND):
     schema = AttrSchema([optional("reduction", enum("none", "sum", "sub", "prod", "min", "max"), "none")])
     doc = "ScatterNDUpdate-3, or with reduction the updates combined into the data (sum, sub, prod, min, max)."
 
+
+
+# ---- Tile, Reverse, CumSum, TopK, StridedSlice ----------------------------------------------------------
+
+
+@register
+class Tile(Op):
+    type = "Tile"
+    version = 1
+    opsets = (1, None)
+    inputs = (2, 2)
+    doc = "data repeated `repeats` times per dim (a shorter repeats pads with 1s, a longer one adds dims)."
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x, reps = ctx.inputs
+        _int_input(ctx, 1, "repeats")
+        if reps.value is None or x.shape is None:
+            n = None if reps.shape is None or reps.shape[0] == -1 or x.shape is None else max(reps.shape[0],
+                                                                                                len(x.shape))
+            return [TensorInfo(None if n is None else (-1,) * n, x.dtype)]
+        r = _ints(reps.value)
+        if any(v < 0 for v in r):
+            raise fail("IRN032", f"repeats {r} must be non-negative")
+        n = max(len(r), len(x.shape))
+        r = [1] * (n - len(r)) + r
+        dims = [1] * (n - len(x.shape)) + list(x.shape)
+        out = TensorInfo(tuple(-1 if d == -1 else d * k for d, k in zip(dims, r, strict=True)), x.dtype)
+        if x.value is not None:
+            out.value = np.tile(x.value, r)
+        return [out]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        layer = ctx.layer
+
+        def run(ins):
+            r = _ints(ins[1])
+            if any(v < 0 for v in r):
+                raise runtime_error(layer, f"repeats {r} must be non-negative")
+            return [np.ascontiguousarray(np.tile(ins[0], r))]
+
+        return run
+
+
+@register
+class Reverse(Op):
+    type = "Reverse"
+    version = 1
+    opsets = (1, None)
+    inputs = (2, 2)
+    schema = AttrSchema([Attr("mode", enum("index", "mask"))])
+    doc = "data reversed along axes given as indices (mode index) or as a boolean mask (mode mask)."
+
+    @staticmethod
+    def _axes(v: np.ndarray, mode: str, rank: int) -> list[int]:
+        if mode == "mask":
+            m = np.asarray(v).reshape(-1).astype(bool)
+            if m.size != rank:
+                raise fail("IRN032", f"the axes mask has {m.size} values, data has rank {rank}")
+            return [int(a) for a in np.flatnonzero(m)]
+        return normalize_axes(_ints(v), rank, "axes")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x, axes = ctx.inputs
+        if ctx.attrs["mode"] == "index":
+            _int_input(ctx, 1, "axes")
+        elif axes.dtype != "boolean":
+            raise fail("IRN033", f"mode=mask needs boolean axes, got {axes.dtype}")
+        if x.shape is not None and axes.value is not None:
+            self._axes(axes.value, ctx.attrs["mode"], len(x.shape))
+        return [TensorInfo(x.shape, x.dtype)]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        mode, layer = ctx.attrs["mode"], ctx.layer
+
+        def run(ins):
+            try:
+                ax = self._axes(ins[1], mode, ins[0].ndim)
+            except Exception as e:
+                raise runtime_error(layer, str(getattr(e, "message", e))) from None
+            return [np.ascontiguousarray(np.flip(ins[0], ax)) if ax else ins[0].copy()]
+
+        return run
+
+
+@register
+class CumSum(Op):
+    type = "CumSum"
+    version = 3
+    opsets = (3, None)
+    inputs = (1, 2)
+    schema = AttrSchema([optional("exclusive", parse_bool, False), optional("reverse", parse_bool, False)])
+    doc = "cumulative sum along a scalar axis (default 0); exclusive leaves each element out; reverse from the end."
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        if x.dtype == "boolean":
+            raise fail("IRN033", "CumSum takes numeric data, got boolean")
+        if len(ctx.inputs) > 1:
+            _int_input(ctx, 1, "axis")
+            if x.shape is not None and ctx.inputs[1].value is not None:
+                normalize_axes(_ints(ctx.inputs[1].value), len(x.shape), "axis")
+        return [TensorInfo(x.shape, x.dtype)]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        exclusive, reverse, layer = ctx.attrs["exclusive"], ctx.attrs["reverse"], ctx.layer
+
+        def run(ins):
+            x = ins[0]
+            try:
+                ax = normalize_axes(_ints(ins[1]) if len(ins) > 1 else [0], max(x.ndim, 1), "axis")[0]
+            except Exception as e:
+                raise runtime_error(layer, str(getattr(e, "message", e))) from None
+            if x.ndim == 0:
+                return [np.zeros_like(x) if exclusive else x.copy()]
+            cdt = compute_dtype(x.dtype) if is_float_dtype(x.dtype) else x.dtype
+            v = np.flip(x, ax) if reverse else x
+            c = np.cumsum(v, axis=ax, dtype=cdt)
+            if exclusive:
+                c = np.concatenate([np.zeros_like(np.take(c, [0], axis=ax)), np.take(c, range(c.shape[ax] - 1),
+                                                                                     axis=ax)], axis=ax)
+            c = np.flip(c, ax) if reverse else c
+            return [np.ascontiguousarray(cast(c, x.dtype))]
+
+        return run
+
+
+class _TopK(Op):
+    type = "TopK"
+    inputs = (2, 2)
+    outputs = (2, 2)
+    stable_attr: bool = False
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x, k = ctx.inputs
+        _int_input(ctx, 1, "k")
+        if k.shape is not None and any(d not in (1, -1) for d in k.shape):
+            raise fail("IRN032", f"k must be a single value, got {fmt_shape(k.shape)}")
+        it = ctx.attrs.get("index_element_type", "i32")
+        if x.shape is None:
+            return [TensorInfo(None, x.dtype), TensorInfo(None, it)]
+        ax = normalize_axes([ctx.attrs["axis"]], len(x.shape), "axis")[0]
+        kv = None if k.value is None else int(np.asarray(k.value).reshape(-1)[0])
+        if kv is not None and kv < 0:
+            raise fail("IRN032", f"k={kv} must be non-negative")
+        d = x.shape[ax]
+        out_k = -1 if kv is None or d == -1 else min(kv, d)
+        shape = x.shape[:ax] + (out_k,) + x.shape[ax + 1:]
+        return [TensorInfo(shape, x.dtype), TensorInfo(shape, it)]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        a, layer = ctx.attrs, ctx.layer
+        it = ELEMENT_TYPES_INDEX[a.get("index_element_type", "i32")]
+
+        def run(ins):
+            x = ins[0]
+            k = int(np.asarray(ins[1]).reshape(-1)[0])
+            if k < 0:
+                raise runtime_error(layer, f"k={k} must be non-negative")
+            ax = a["axis"] % x.ndim
+            k = min(k, x.shape[ax])
+            key = x.astype(np.float64) if x.dtype.kind in "fuV" else x.astype(np.int64)
+            # a stable sort: among equal values the lower index comes first, for max and min alike
+            order = np.argsort(-key if a["mode"] == "max" else key, axis=ax, kind="stable")
+            idx = np.take(order, range(k), axis=ax)
+            if a["sort"] == "index":
+                idx = np.sort(idx, axis=ax)
+            vals = np.take_along_axis(x, idx, axis=ax)
+            return [np.ascontiguousarray(vals), np.ascontiguousarray(idx.astype(it))]
+
+        return run
+
+
+ELEMENT_TYPES_INDEX = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
+_TOPK_BASE = [Attr("axis", parse_int), Attr("mode", enum("max", "min")), Attr("sort", enum("value", "index", "none"))]
+
+
+@register
+class TopK1(_TopK):
+    version = 1
+    opsets = (1, 2)
+    schema = AttrSchema(_TOPK_BASE + [optional("index_element_type", enum("i32", "i64"), "i32")])
+    doc = "the k largest (mode max) or smallest values along axis and their indices; sort by value or index."
+
+
+@register
+class TopK3(_TopK):
+    version = 3
+    opsets = (3, 10)
+    schema = AttrSchema(_TOPK_BASE + [optional("index_element_type", enum("i32", "i64"), "i32")])
+    doc = "TopK-1 with index_element_type."
+
+
+@register
+class TopK11(_TopK):
+    version = 11
+    opsets = (11, None)
+    schema = AttrSchema(_TOPK_BASE + [optional("index_element_type", enum("i32", "i64"), "i32"),
+                                      optional("stable", parse_bool, False)])
+    doc = "TopK-3 with `stable` (irnorm is always stable: ties keep the lower index first)."
+
+
+def _mask(v: list[int], n: int) -> list[int]:
+    return list(v) + [0] * max(n - len(v), 0)
+
+
+def strided_index(rank: int, begin: list[int], end: list[int], strides: list[int], a: dict) -> tuple:
+    """The numpy index of a StridedSlice: per begin entry, an ellipsis, a new axis, a shrunk axis (an
+    integer) or a slice with the masked bounds left open."""
+    n = len(begin)
+    bm, em = _mask(a["begin_mask"], n), _mask(a["end_mask"], n)
+    nm, sm, el = _mask(a["new_axis_mask"], n), _mask(a["shrink_axis_mask"], n), _mask(a["ellipsis_mask"], n)
+    if sum(1 for v in el[:n] if v) > 1:
+        raise fail("IRN032", "at most one ellipsis")
+    idx: list = []
+    for i in range(n):
+        s = strides[i] if i < len(strides) else 1
+        if s == 0:
+            raise fail("IRN032", "strides must not be 0")
+        if el[i]:
+            idx.append(Ellipsis)
+        elif nm[i]:
+            idx.append(None)
+        elif sm[i]:
+            # OpenVINO's CPU plugin takes index 0 when a shrunk axis also has its begin masked
+            idx.append(0 if bm[i] else int(begin[i]))
+        else:
+            idx.append(slice(None if bm[i] else begin[i], None if em[i] else end[i], s))
+    return tuple(idx)
+
+
+def strided_shape(shape: tuple[int, ...], idx: tuple) -> tuple[int, ...]:
+    """The output shape of data of `shape` (dims may be -1) indexed by `idx`, without touching data."""
+    consumed = sum(1 for t in idx if t is not None and t is not Ellipsis)
+    if consumed > len(shape):
+        raise fail("IRN032", f"the slice addresses {consumed} dims, data has {len(shape)}")
+    out: list[int] = []
+    d = 0
+    for t in idx:
+        if t is Ellipsis:
+            n = len(shape) - consumed
+            out.extend(shape[d:d + n])
+            d += n
+        elif t is None:
+            out.append(1)
+        elif isinstance(t, int):
+            if shape[d] != -1 and not -shape[d] <= t < shape[d]:
+                raise fail("IRN032", f"shrunk index {t} is out of range for dim {d} of size {shape[d]}")
+            d += 1
+        else:
+            out.append(-1 if shape[d] == -1 else len(range(*t.indices(shape[d]))))
+            d += 1
+    out.extend(shape[d:])
+    return tuple(out)
+
+
+@register
+class StridedSlice(Op):
+    type = "StridedSlice"
+    version = 1
+    opsets = (1, None)
+    inputs = (3, 4)
+    schema = AttrSchema([Attr(m, parse_int_list) for m in ("begin_mask", "end_mask")] +
+                        [optional(m, parse_int_list, []) for m in ("new_axis_mask", "shrink_axis_mask",
+                                                                  "ellipsis_mask")])
+    doc = "numpy-style strided slicing with begin/end/new-axis/shrink-axis/ellipsis masks."
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        for i, what in ((1, "begin"), (2, "end"), (3, "strides")):
+            if i < len(ctx.inputs):
+                _int_input(ctx, i, what)
+        vals = [i.value for i in ctx.inputs[1:]]
+        if x.shape is None or any(v is None for v in vals):
+            return [TensorInfo(None, x.dtype)] if x.shape is None or ctx.inputs[1].shape is None else \
+                [TensorInfo(None, x.dtype)]
+        begin, end = _ints(vals[0]), _ints(vals[1])
+        strides = _ints(vals[2]) if len(vals) > 2 else [1] * len(begin)
+        idx = strided_index(len(x.shape), begin, end, strides, ctx.attrs)
+        shape = strided_shape(tuple(x.shape), idx)
+        if x.value is not None:
+            return [TensorInfo(shape, x.dtype, np.ascontiguousarray(np.asarray(x.value)[idx]))]
+        part = partial_of(x)
+        if part is not None and len(x.shape) == 1 and len(shape) == 1 and shape[0] != -1:
+            return [with_partial(shape, x.dtype, list(np.array(part, dtype=object)[idx]))]
+        return [TensorInfo(shape, x.dtype)]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        a, layer = ctx.attrs, ctx.layer
+
+        def run(ins):
+            x = ins[0]
+            begin, end = _ints(ins[1]), _ints(ins[2])
+            strides = _ints(ins[3]) if len(ins) > 3 else [1] * len(begin)
+            try:
+                idx = strided_index(x.ndim, begin, end, strides, a)
+                strided_shape(x.shape, idx)
+                return [np.array(x[idx], copy=True, order="C")]
+            except Exception as e:
+                raise runtime_error(layer, str(getattr(e, "message", e))) from None
+
+        return run

@@ -351,6 +351,62 @@ def _transpose(c: RefCall) -> list[np.ndarray]:
     return [np.transpose(c.ins[0], perm or None)]
 
 
+def _reverse(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    if _s(c.a("mode")) == "mask":
+        axes = [int(a) for a in np.flatnonzero(np.asarray(c.ins[1]).reshape(-1))]
+    else:
+        axes = [a % x.ndim for a in _ints(c.ins[1])]
+    return [np.flip(x, axes).copy()]
+
+
+def _cumsum(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    ax = int(_ints(c.ins[1])[0]) % max(x.ndim, 1) if len(c.ins) > 1 else 0
+    if x.ndim == 0:
+        return [np.zeros_like(x) if c.a("exclusive") else x.copy()]
+    v = np.flip(x, ax) if c.a("reverse") else x
+    s = np.cumsum(v, axis=ax, dtype=v.dtype)
+    if c.a("exclusive"):
+        s = s - v
+    return [np.flip(s, ax).copy() if c.a("reverse") else s]
+
+
+def _topk(c: RefCall) -> list[np.ndarray]:
+    x, k = c.ins[0], int(_ints(c.ins[1])[0])
+    ax = int(c.a("axis")) % x.ndim
+    key = x.astype(np.float64)
+    order = np.argsort(-key if _s(c.a("mode")) == "max" else key, axis=ax, kind="stable")
+    idx = np.take(order, range(min(k, x.shape[ax])), axis=ax)
+    if _s(c.a("sort")) == "index":
+        idx = np.sort(idx, axis=ax)
+    it = ELEMENT_TYPES.get(c.out_types[1] if len(c.out_types) > 1 else "i32", np.dtype(np.int32))
+    return [np.take_along_axis(x, idx, axis=ax), idx.astype(it)]
+
+
+def _strided_slice(c: RefCall) -> list[np.ndarray]:
+    begin, end = _ints(c.ins[1]), _ints(c.ins[2])
+    strides = _ints(c.ins[3]) if len(c.ins) > 3 else [1] * len(begin)
+
+    def mask(name: str) -> list[int]:
+        v = list(c.a(name) or [])
+        return v + [0] * (len(begin) - len(v))
+
+    bm, em, nm, sm, el = (mask(m) for m in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask",
+                                              "ellipsis_mask"))
+    idx: list = []
+    for i in range(len(begin)):
+        if el[i]:
+            idx.append(Ellipsis)
+        elif nm[i]:
+            idx.append(None)
+        elif sm[i]:
+            idx.append(0 if bm[i] else begin[i])  # OpenVINO: a masked begin on a shrunk axis is index 0
+        else:
+            idx.append(slice(None if bm[i] else begin[i], None if em[i] else end[i], strides[i]))
+    return [np.array(c.ins[0][tuple(idx)], copy=True)]
+
+
 def _structural(c: RefCall) -> list[np.ndarray]:  # Parameter / Const / Result never reach here
     raise AssertionError("structural op")
 
@@ -459,6 +515,11 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Broadcast": _broadcast,
     "Concat": _concat,
     "Transpose": _transpose,
+    "Tile": lambda c: [np.tile(c.ins[0], _ints(c.ins[1]))],
+    "Reverse": _reverse,
+    "CumSum": _cumsum,
+    "TopK": _topk,
+    "StridedSlice": _strided_slice,
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 

@@ -186,3 +186,100 @@ ROWS = [
     Row("Einsum-7", "opset7", _einsum, lambda c: [R.einsum(c.attrs["equation"], *c.inputs)],
         lambda n, c: _mod("opset7").einsum(n, c.attrs["equation"])),
 ]
+
+
+def _tile(rng):
+    x = _data(rng, int(rng.integers(1, 4)))
+    reps = [int(v) for v in rng.integers(0, 4, int(rng.integers(1, 5)))]
+    return Case((x, np.array(reps, np.int64)), dynamic=_dyn(rng), label=f"{reps}")
+
+
+def _cumsum(rng):
+    x = _data(rng, int(rng.integers(1, 4)))
+    ax = int(rng.integers(-x.ndim, x.ndim))
+    return Case((x, np.array(ax, np.int64)), {"exclusive": bool(rng.integers(2)), "reverse": bool(rng.integers(2))},
+                dynamic=_dyn(rng), label=f"axis {ax}")
+
+
+def _cumsum_ref(c: Case):
+    x, ax = c.inputs[0], int(c.inputs[1])
+    v = np.flip(x.astype(np.float64), ax) if c.attrs["reverse"] else x.astype(np.float64)
+    s = np.cumsum(v, axis=ax)
+    if c.attrs["exclusive"]:
+        s = s - v
+    s = np.flip(s, ax) if c.attrs["reverse"] else s
+    return [s.astype(x.dtype) if x.dtype.kind == "i" else s]
+
+
+def _topk(rng):
+    x = _data(rng, int(rng.integers(1, 4)), 1, 6)
+    if x.dtype.kind == "f":  # distinct values: which of equal elements comes first is the stable rule's business
+        x = (rng.permutation(x.size).reshape(x.shape) * 0.5 - 3).astype(x.dtype)
+    ax = int(rng.integers(-x.ndim, x.ndim))
+    k = int(rng.integers(1, x.shape[ax] + 2))  # OpenVINO's CPU plugin refuses k = 0
+    attrs = {"axis": ax, "mode": str(rng.choice(["max", "min"])), "sort": str(rng.choice(["value", "index"])),
+             "index_element_type": str(rng.choice(["i32", "i64"])), "stable": True}
+    return Case((x, np.array(k, np.int64)), attrs, dynamic=_dyn(rng), label=f"k {k} {attrs}",
+                not_openvino="the CPU plugin refuses k beyond the axis" if k > x.shape[ax] else "")
+
+
+def _topk_ref(c: Case):
+    x, k = c.inputs[0], int(c.inputs[1])
+    a = c.attrs
+    ax = a["axis"] % x.ndim
+    key = x.astype(np.float64)
+    order = np.argsort(-key if a["mode"] == "max" else key, axis=ax, kind="stable")
+    idx = np.take(order, range(min(k, x.shape[ax])), axis=ax)
+    if a["sort"] == "index":
+        idx = np.sort(idx, axis=ax)
+    return [np.take_along_axis(x, idx, axis=ax), idx.astype(np.int32 if a["index_element_type"] == "i32" else np.int64)]
+
+
+def _strided(rng):
+    x = _data(rng, int(rng.integers(1, 4)), 2, 6)
+    n = x.ndim
+    begin = [int(v) for v in rng.integers(-6, 6, n)]
+    end = [int(v) for v in rng.integers(-6, 7, n)]
+    strides = [int(rng.choice([-2, -1, 1, 2])) for _ in range(n)]
+    attrs = {"begin_mask": [int(v) for v in rng.integers(0, 2, n)], "end_mask": [int(v) for v in rng.integers(0, 2, n)],
+             "new_axis_mask": [0] * n, "shrink_axis_mask": [0] * n, "ellipsis_mask": [0] * n}
+    j = int(rng.integers(n))
+    kind = str(rng.choice(["plain", "shrink", "new"]))
+    if kind == "shrink":
+        attrs["shrink_axis_mask"][j] = 1
+        begin[j] = int(rng.integers(-x.shape[j], x.shape[j]))
+    elif kind == "new":
+        attrs["new_axis_mask"][j] = 1
+    ins = (x, np.array(begin, np.int64), np.array(end, np.int64), np.array(strides, np.int64))
+    return Case(ins, attrs, dynamic=_dyn(rng), label=f"{kind} {begin}:{end}:{strides} {attrs}")
+
+
+def _strided_ref(c: Case):
+    x = c.inputs[0]
+    begin, end, strides = ([int(v) for v in a] for a in c.inputs[1:])
+    a = c.attrs
+    idx = []
+    for i in range(len(begin)):
+        if a["new_axis_mask"][i]:
+            idx.append(None)
+        elif a["shrink_axis_mask"][i]:
+            idx.append(0 if a["begin_mask"][i] else begin[i])  # a masked begin means index 0 (as OpenVINO)
+        else:
+            idx.append(slice(None if a["begin_mask"][i] else begin[i], None if a["end_mask"][i] else end[i],
+                             strides[i]))
+    return [np.array(x[tuple(idx)], copy=True)]
+
+
+ROWS += [
+    Row("Tile-1", "opset1", _tile, lambda c: [np.tile(c.inputs[0], [int(v) for v in c.inputs[1]])],
+        lambda n, c: _mod("opset1").tile(*n)),
+    Row("CumSum-3", "opset3", _cumsum, _cumsum_ref,
+        lambda n, c: _mod("opset3").cumsum(*n, c.attrs["exclusive"], c.attrs["reverse"])),
+    Row("TopK-11", "opset11", _topk, _topk_ref,
+        lambda n, c: _mod("opset11").topk(n[0], n[1], c.attrs["axis"], c.attrs["mode"], c.attrs["sort"],
+                                          c.attrs["index_element_type"], True)),
+    Row("StridedSlice-1", "opset1", _strided, _strided_ref,
+        lambda n, c: _mod("opset1").strided_slice(*n, c.attrs["begin_mask"], c.attrs["end_mask"],
+                                                  c.attrs["new_axis_mask"], c.attrs["shrink_axis_mask"],
+                                                  c.attrs["ellipsis_mask"])),
+]
