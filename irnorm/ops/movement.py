@@ -743,7 +743,7 @@ def strided_index(rank: int, begin: list[int], end: list[int], strides: list[int
         elif nm[i]:
             idx.append(None)
         elif sm[i]:
-            # OpenVINO's CPU plugin takes index 0 when a shrunk axis also has its begin masked
+            # OpenVINO's CPU plugin takes index 0 when a shrunk axis also has its begin masked (docs/ir-format.md §12)
             idx.append(0 if bm[i] else int(begin[i]))
         else:
             idx.append(slice(None if bm[i] else begin[i], None if em[i] else end[i], s))
