@@ -82,7 +82,7 @@ def test_a_local_cluster_of_processes_gives_the_same_answer(models):
     distributed = pytest.importorskip("distributed")
     xml, rest = models["l2"]
     x = np.random.default_rng(2).standard_normal((4000,) + rest).astype(np.float32)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   memory_limit="400MiB") as cluster, distributed.Client(cluster) as client:
         lazy = ird.run(xml, {"x": da.from_array(x, chunks=(500,) + rest)})["y"]
         got = client.compute(lazy).result()

@@ -123,7 +123,7 @@ def _compute(tasks: list, workers: int | None, scheduler: str | None, progress: 
             cluster = None
         else:
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                               dashboard_address=None)
+                                               dashboard_address=":0")
             client = distributed.Client(cluster)
         try:
             futures = client.compute(tasks)
