@@ -9,9 +9,12 @@ for the normalization family.
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from .api import check, load, validate
 from .errors import (
     CODES,
+    ArgumentError,
     Diagnostic,
     InputError,
     IrnormError,
@@ -19,12 +22,24 @@ from .errors import (
     ResourceLimitError,
     ValidationError,
 )
+from .runtime.bind import TensorSpec
+from .runtime.execute import LayerOutput, LayerTime, RunResult
+from .runtime.model import Model
 
-__version__ = "0.1.0"
+try:  # one source for the version: the installed distribution's metadata (pyproject.toml)
+    __version__ = _metadata.version("irnorm")
+except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "CODES",
+    "ArgumentError",
     "Diagnostic",
+    "LayerOutput",
+    "LayerTime",
+    "Model",
+    "RunResult",
+    "TensorSpec",
     "InputError",
     "IrnormError",
     "ModelFileError",

@@ -44,8 +44,10 @@ def validate(xml_path: str | os.PathLike, weights: str | os.PathLike | None = No
 
 
 def load(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None, *,
-         max_memory: int | None = None) -> Model:
+         max_memory: int | None = None, fuse: bool = True) -> Model:
     """Read, validate and plan a model.  `weights` defaults to the XML path with `.bin`.
+    `fuse=False` runs every layer on its own (the planner's fusions are for speed; see
+    irnorm/runtime/fuse.py).
 
     Raises an :class:`irnorm.IrnormError` subclass carrying every diagnostic."""
     from .runtime.model import Model
@@ -53,4 +55,4 @@ def load(xml_path: str | os.PathLike, weights: str | os.PathLike | None = None, 
     graph = read_graph(xml_path, weights)
     if not graph.ok:
         raise exception_for(graph.diagnostics)
-    return Model(graph, max_memory=max_memory)
+    return Model(graph, max_memory=max_memory, fuse=fuse)

@@ -57,8 +57,8 @@ CODES: dict[str, str] = {
     "IRN064": "runtime shape rule violated (dynamic dims resolved to inconsistent sizes)",
     "IRN065": "out= array does not fit its output (unknown name, shape, dtype, read-only, overlapping)",
     "IRN066": "a layer named for capture or --dump is unknown, not run, or a Result",
-    # chunked runs (irnorm.dask)
-    "IRN070": "the model cannot be split along the batch axis: a layer mixes rows of axis 0 (irnorm.dask)",
+    "IRN067": "an argument to an irnorm function is invalid (unknown choice, out of range, unknown name)",
+    "IRN070": "the model cannot run chunk by chunk along the batch axis (a layer mixes its rows)",
     # warnings
     "IRN090": "dangling layer: no Result consumes it",
     "IRN091": "fp16-compressed weights (Const f16 + Convert decompression); outputs differ from an f32 original",
@@ -183,6 +183,14 @@ class ResourceLimitError(IrnormError):
 
 class InputError(IrnormError):
     """Runtime inputs do not fit the model (IRN06x)."""
+
+
+class ArgumentError(IrnormError, ValueError):
+    """An argument to an irnorm function is invalid (IRN067).  Also a ValueError, as Python callers
+    expect of a bad argument."""
+
+    def __init__(self, message: str):
+        super().__init__(Diagnostic("IRN067", message))
 
 
 # Which exception a model's error diagnostics raise, by code: declared here, beside the codes.

@@ -25,16 +25,46 @@ from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = [
     "batch_norm_inference",
+    "ceiling",
     "convert",
+    "convolution",
+    "convolution_backprop_data",
+    "group_convolution",
+    "elu",
+    "floor",
+    "floor_mod",
+    "gelu",
     "group_normalization",
+    "hard_sigmoid",
+    "hsigmoid",
+    "hswish",
+    "is_inf",
     "layer_normalization",
     "lrn",
+    "matmul",
+    "max_pool",
+    "avg_pool",
+    "math_unary",
+    "mish",
+    "mod",
     "mvn1",
     "mvn1_axes",
     "mvn6",
     "normalize_l2",
+    "reduce",
+    "prelu",
+    "relu",
+    "round_",
     "scale",
     "scale_int8_output",
+    "scaled_dot_product_attention",
+    "softmax",
+    "select",
+    "selu",
+    "sign",
+    "softplus",
+    "softsign",
+    "swish",
     "trt_normalization",
 ]
 
@@ -405,3 +435,526 @@ def convert(x: ArrayLike, destination_dtype: DTypeLike) -> np.ndarray:
     not float64).  OpenVINO's own float-to-integer rounding and saturation rules are not modelled.
     """
     return np.asarray(x).astype(destination_dtype)
+
+
+# ---- reductions ------------------------------------------------------------------------------------
+
+
+def reduce(kind: str, x: ArrayLike, axes: Sequence[int], keep_dims: bool) -> np.ndarray:
+    """OpenVINO ReduceSum/Mean/Max/Min/Prod-1, ReduceL1/L2-4, ReduceLogicalAnd/Or-1 over `axes`
+    (negative counting from the back, repeats acting as a set).  Empty axes reduce over nothing
+    (the identity; |x| for L1 and L2).  Floats in float64; booleans for the logical ones."""
+    a = np.asarray(x)
+    ax = _axes(axes, a.ndim) if len(axes) else ()
+    if kind in ("and", "or"):
+        b = a.astype(bool)
+        return (np.all if kind == "and" else np.any)(b, axis=ax, keepdims=keep_dims) if ax else b.copy()
+    v = _f64(a)
+    if not ax:
+        return np.abs(v) if kind in ("l1", "l2") else v
+    fn = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod,
+          "l1": lambda t, axis, keepdims: np.sum(np.abs(t), axis=axis, keepdims=keepdims),
+          "l2": lambda t, axis, keepdims: np.sqrt(np.sum(t * t, axis=axis, keepdims=keepdims))}[kind]
+    return fn(v, axis=ax, keepdims=keep_dims)
+# ---- compute family: MatMul, Convolution, GroupConvolution, ConvolutionBackpropData ----------------
+
+
+def matmul(a: ArrayLike, b: ArrayLike, transpose_a: bool = False, transpose_b: bool = False) -> np.ndarray:
+    """MatMul-1: a 1-D A becomes [1, K] and a 1-D B [K, 1] (transposes ignored for them), the last two
+    dims are swapped when transpose_* is set, batch dims broadcast (numpy rule), and the added unit
+    dims are removed.  Float inputs are computed in float64; integer inputs in int64 and returned as
+    int64 (callers cast)."""
+    a, b = np.asarray(a), np.asarray(b)
+    work = np.int64 if a.dtype.kind in "iu" else np.float64
+    a, b = a.astype(work), b.astype(work)
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    a = a.reshape(1, -1) if a_vec else (np.swapaxes(a, -1, -2) if transpose_a else a)
+    b = b.reshape(-1, 1) if b_vec else (np.swapaxes(b, -1, -2) if transpose_b else b)
+    y = np.matmul(a, b)
+    if a_vec:
+        y = y[..., 0, :]
+    if b_vec:
+        y = y[..., 0]
+    return y
+
+
+def _conv_pads(n: int, k: int, s: int, d: int, pb: int, pe: int, auto_pad: str) -> tuple[int, int]:
+    """Forward convolution padding of one spatial dim (begin, end)."""
+    if auto_pad in ("same_upper", "same_lower"):
+        out = -(-n // s)
+        total = max(0, (out - 1) * s + d * (k - 1) + 1 - n)
+        small = total // 2
+        return (small, total - small) if auto_pad == "same_upper" else (total - small, small)
+    if auto_pad == "valid":
+        return 0, 0
+    return pb, pe
+
+
+def group_convolution(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                      pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit") -> np.ndarray:
+    """GroupConvolution-1: x [N, G*Cg, *S], w [G, Og, Cg, *k] -> [N, G*Og, *out];
+    y[n, g*Og+o, p] = sum_{c, t} x[n, g*Cg+c, p*s - pad_begin + t*d] * w[g, o, c, t], zero outside x."""
+    x, w = _f64(x), _f64(w)
+    rank = x.ndim - 2
+    g, og, cg = w.shape[:3]
+    k = w.shape[3:]
+    pads = [_conv_pads(x.shape[2 + i], k[i], strides[i], dilations[i], pads_begin[i] if pads_begin else 0,
+                       pads_end[i] if pads_end else 0, auto_pad) for i in range(rank)]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [p for p in pads])
+    out = [(xp.shape[2 + i] - dilations[i] * (k[i] - 1) - 1) // strides[i] + 1 for i in range(rank)]
+    n = x.shape[0]
+    y = np.zeros((n, g * og) + tuple(out))
+    for t in np.ndindex(*k):
+        # the input positions tap t reads for every output position
+        idx = tuple(slice(t[i] * dilations[i], t[i] * dilations[i] + (out[i] - 1) * strides[i] + 1, strides[i])
+                    for i in range(rank))
+        patch = xp[(slice(None), slice(None)) + idx].reshape((n, g, cg) + tuple(out))
+        wt = w[(slice(None), slice(None), slice(None)) + t]  # [G, Og, Cg]
+        y += np.einsum("ngc...,goc->ngo...", patch, wt).reshape(y.shape)
+    return y
+
+
+def convolution(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit") -> np.ndarray:
+    """Convolution-1: x [N, C, *S], w [O, C, *k]; GroupConvolution with one group."""
+    w = _f64(w)
+    return group_convolution(x, w[None], strides, pads_begin, pads_end, dilations, auto_pad)
+
+
+def convolution_backprop_data(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                              pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit",
+                              output_padding: Sequence[int] | None = None,
+                              output_shape: Sequence[int] | None = None) -> np.ndarray:
+    """ConvolutionBackpropData-1: x [N, C, *S], w [C, O, *k]; every input element scatters
+    x[n, c, i] * w[c, o, t] to output position i*s - pad_begin + t*d (kept when inside the output).
+    Output size s*(i-1) + d*(k-1) + 1 - pb - pe + output_padding, pads zero for same_* / valid;
+    with output_shape O: the output is O, pad_begin = pads_begin (explicit), 0 (valid), or the split of
+    full - O with the odd element first (same_upper) / last (same_lower) — OpenVINO CPU's rule."""
+    x, w = _f64(x), _f64(w)
+    rank = x.ndim - 2
+    k = w.shape[2:]
+    op = list(output_padding) if output_padding else [0] * rank
+    pb = list(pads_begin) if pads_begin else [0] * rank
+    pe = list(pads_end) if pads_end else [0] * rank
+    explicit = auto_pad in ("explicit", "notset")
+    out, begin = [], []
+    for i in range(rank):
+        full = strides[i] * (x.shape[2 + i] - 1) + dilations[i] * (k[i] - 1) + 1 + op[i]
+        if output_shape is None:
+            b, e = (pb[i], pe[i]) if explicit else (0, 0)
+            out.append(full - b - e)
+            begin.append(b)
+        else:
+            out.append(int(output_shape[i]))
+            total = max(0, full - int(output_shape[i]))
+            b = {"valid": 0, "same_upper": total - total // 2, "same_lower": total // 2}.get(auto_pad, pb[i])
+            begin.append(b)
+    n = x.shape[0]
+    o = w.shape[1]
+    # scatter into a buffer big enough for every position, then crop
+    big = [strides[i] * (x.shape[2 + i] - 1) + dilations[i] * (k[i] - 1) + 1 for i in range(rank)]
+    buf = np.zeros((n, o) + tuple(big))
+    for t in np.ndindex(*k):
+        idx = tuple(slice(t[i] * dilations[i], t[i] * dilations[i] + (x.shape[2 + i] - 1) * strides[i] + 1,
+                          strides[i]) for i in range(rank))
+        buf[(slice(None), slice(None)) + idx] += np.einsum("nc...,co->no...", x, w[(slice(None), slice(None)) + t])
+    y = np.zeros((n, o) + tuple(out))
+    src, dst = [], []
+    for i in range(rank):
+        lo = max(begin[i], 0)
+        hi = min(big[i], begin[i] + out[i])
+        if hi <= lo:
+            return y
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - begin[i], hi - begin[i]))
+    y[(slice(None), slice(None)) + tuple(dst)] = buf[(slice(None), slice(None)) + tuple(src)]
+    return y
+# ---- activations and float math (irnorm.ops.activation) ------------------------------------------
+# Floating-point data is computed in float64; integer data (Relu, PRelu, Sign, Floor, Ceiling, Round)
+# keeps its integer type.  NaN and inf follow each formula as written (OpenVINO's reference).
+
+
+def _num(x: ArrayLike) -> np.ndarray:
+    """float64 for floating-point data, the array itself for integers."""
+    a = np.asarray(x)
+    return a if a.dtype.kind in "iu" else a.astype(np.float64)
+
+
+def relu(x: ArrayLike) -> np.ndarray:
+    """Relu-1: x < 0 ? 0 : x (NaN stays NaN)."""
+    x = _num(x)
+    return np.where(x < 0, np.zeros((), x.dtype), x)
+
+
+def gelu(x: ArrayLike, approximation_mode: str = "erf") -> np.ndarray:
+    """Gelu-2 (erf) and Gelu-7: 0.5 x (1 + erf(x / sqrt 2)), or with mode tanh
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    import math
+
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        if approximation_mode.lower() == "tanh":
+            return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        return 0.5 * x * (1 + erf(x / math.sqrt(2))) if x.size else x.copy()
+
+
+def swish(x: ArrayLike, beta: float = 1.0) -> np.ndarray:
+    """Swish-4: x / (1 + exp(-beta x))."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return x / (1 + np.exp(-beta * x))
+
+
+def hsigmoid(x: ArrayLike) -> np.ndarray:
+    """HSigmoid-5: min(max(x + 3, 0), 6) / 6 (NaN stays NaN)."""
+    t = _f64(x) + 3
+    t = np.where(t < 0, 0.0, np.where(t > 6, 6.0, t))
+    return t / 6
+
+
+def hswish(x: ArrayLike) -> np.ndarray:
+    """HSwish-4: x min(max(x + 3, 0), 6) / 6."""
+    with np.errstate(all="ignore"):
+        return _f64(x) * hsigmoid(x)
+
+
+def mish(x: ArrayLike) -> np.ndarray:
+    """Mish-4: x tanh(log(1 + exp(x)))."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return x * np.tanh(np.log1p(np.exp(x)))
+
+
+def softplus(x: ArrayLike, threshold: float = 709.782712893384) -> np.ndarray:
+    """SoftPlus-4: log(1 + exp(x)) for x < threshold, else x (OpenVINO uses log(max) of the type)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return np.where(x < threshold, np.log1p(np.exp(x)), x)
+
+
+def elu(x: ArrayLike, alpha: float) -> np.ndarray:
+    """Elu-1: x > 0 ? x : alpha (exp(x) - 1)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return np.where(x > 0, x, alpha * np.expm1(x))
+
+
+def selu(x: ArrayLike, alpha: float, lambda_: float) -> np.ndarray:
+    """Selu-1: lambda (x > 0 ? x : alpha (exp(x) - 1))."""
+    return lambda_ * elu(x, alpha)
+
+
+def hard_sigmoid(x: ArrayLike, alpha: float, beta: float) -> np.ndarray:
+    """HardSigmoid-1: max(0, min(1, alpha x + beta)) with std::min/std::max's order, so NaN gives 1."""
+    t = alpha * _f64(x) + beta
+    t = np.where(t < 1, t, 1.0)
+    return np.where(t > 0, t, 0.0)
+
+
+def softsign(x: ArrayLike) -> np.ndarray:
+    """SoftSign-9: x / (1 + |x|)."""
+    x = _f64(x)
+    with np.errstate(all="ignore"):
+        return x / (1 + np.abs(x))
+
+
+def prelu(x: ArrayLike, slope: ArrayLike) -> np.ndarray:
+    """PRelu-1: x < 0 ? slope x : x.  A one-element slope applies everywhere; a 1-D slope as long as the
+    data's axis 1 (axis 0 for 1-D data) applies along that axis; any other slope broadcasts to the data
+    (numpy rule)."""
+    x, s = _num(x), _num(slope)
+    if s.size == 1:  # one value applies to any data
+        s = s.reshape(())
+    elif s.ndim == 1 and x.ndim >= 1:
+        ch = 1 if x.ndim > 1 else 0
+        if x.shape[ch] == s.shape[0]:
+            shape = [1] * x.ndim
+            shape[ch] = s.shape[0]
+            s = s.reshape(shape)
+    with np.errstate(all="ignore"):
+        return np.where(x < 0, x * s, x).astype(x.dtype)
+
+
+def floor(x: ArrayLike) -> np.ndarray:
+    """Floor-1 (integers unchanged)."""
+    return np.floor(_num(x)).astype(_num(x).dtype)
+
+
+def ceiling(x: ArrayLike) -> np.ndarray:
+    """Ceiling-1 (integers unchanged)."""
+    return np.ceil(_num(x)).astype(_num(x).dtype)
+
+
+def round_(x: ArrayLike, mode: str = "half_to_even") -> np.ndarray:
+    """Round-5: half_to_even or half_away_from_zero (integers unchanged)."""
+    x = _num(x)
+    if x.dtype.kind in "iu":
+        return x.copy()
+    if mode == "half_to_even":
+        return np.rint(x)
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def sign(x: ArrayLike) -> np.ndarray:
+    """Sign-1: -1, 0 or 1 (NaN stays NaN)."""
+    return np.sign(_num(x))
+
+
+def math_unary(name: str, x: ArrayLike) -> np.ndarray:
+    """Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh (opset1) and Asinh, Acosh, Atanh (opset4) by
+    their numpy names (sin, arcsin, arcsinh, ...); outside the domain NaN, atanh(+-1) = +-inf."""
+    with np.errstate(all="ignore"):
+        return getattr(np, name)(_f64(x))
+
+
+# ---- comparison, logic, bitwise, modulo, selection (irnorm.ops.logic) ------------------------------
+
+
+def mod(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Mod-1, the truncated remainder (sign of the dividend).  Floats: x - trunc(x / y) y (NaN for
+    y = 0 or y = inf); integers: C's %, and a zero divisor raises ZeroDivisionError."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu":
+        if np.any(b == 0):
+            raise ZeroDivisionError("integer division by zero")
+        q = np.abs(a.astype(object)) // np.abs(b.astype(object))  # exact, truncated toward zero
+        r = np.abs(a.astype(object)) - q * np.abs(b.astype(object))
+        return np.where(a < 0, -r, r).astype(a.dtype)
+    x, y = _f64(a), _f64(b)
+    with np.errstate(all="ignore"):
+        return x - np.trunc(x / y) * y
+
+
+def floor_mod(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """FloorMod-1, the floored remainder (sign of the divisor): x - floor(x / y) y.  Integers are
+    exact (Python's %); a zero integer divisor raises ZeroDivisionError."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu":
+        if np.any(b == 0):
+            raise ZeroDivisionError("integer division by zero")
+        return (a.astype(object) % b.astype(object)).astype(a.dtype)
+    x, y = _f64(a), _f64(b)
+    with np.errstate(all="ignore"):
+        return x - y * np.floor(x / y)
+
+
+def select(cond: ArrayLike, then: ArrayLike, else_: ArrayLike) -> np.ndarray:
+    """Select-1: cond ? then : else, the three shapes broadcast together (numpy rule)."""
+    t = np.asarray(then)
+    return np.where(np.asarray(cond, dtype=bool), t, np.asarray(else_)).astype(t.dtype)
+
+
+def is_inf(x: ArrayLike, detect_negative: bool = True, detect_positive: bool = True) -> np.ndarray:
+    """IsInf-10."""
+    x = _f64(x)
+    return (np.isneginf(x) & detect_negative) | (np.isposinf(x) & detect_positive)
+
+
+# ---- pooling ---------------------------------------------------------------------------------------
+
+
+def _pool_windows(x: np.ndarray, kernel, strides, dilations, pads_begin, out_spatial):
+    """Yield (output index, list of (flat in-plane index, value) of the in-bounds taps, taps in the padded extent
+    are reported by pool_extent)."""
+    spatial = x.shape[2:]
+    for o in np.ndindex(*out_spatial):
+        taps = []
+        for k in np.ndindex(*kernel):
+            pos = [o[i] * strides[i] - pads_begin[i] + k[i] * dilations[i] for i in range(len(kernel))]
+            if all(0 <= p < n for p, n in zip(pos, spatial, strict=True)):
+                taps.append(tuple(pos))
+        yield o, taps
+
+
+def max_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+             pads_begin: Sequence[int], out_spatial: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """OpenVINO MaxPool-1/8/14 on [N, C, spatial...] with the output size already decided (the
+    rounding rules live in the op): the maximum of the in-bounds taps of each window and its flat
+    index within the (n, c) plane (the first maximum on ties)."""
+    x_in, x = x, _f64(x)
+    n, c = x.shape[:2]
+    out = np.empty((n, c) + tuple(out_spatial))
+    idx = np.empty(out.shape, np.int64)
+    low = np.finfo(np.asarray(x_in).dtype).min if np.asarray(x_in).dtype.kind == "f" else np.finfo(np.float64).min
+    if np.asarray(x_in).dtype.name == "bfloat16":
+        import ml_dtypes
+
+        low = float(ml_dtypes.finfo(ml_dtypes.bfloat16).min)
+    for o, taps in _pool_windows(x, kernel, strides, dilations, pads_begin, out_spatial):
+        for b in range(n):
+            for ch in range(c):
+                if not taps:  # a window wholly in the padding: the data type's lowest value, index 0
+                    out[(b, ch) + o], idx[(b, ch) + o] = low, 0
+                    continue
+                vals = [x[(b, ch) + t] for t in taps]
+                j = int(np.argmax(vals))
+                out[(b, ch) + o] = vals[j]
+                idx[(b, ch) + o] = int(np.ravel_multi_index(taps[j], x.shape[2:]))
+    return out, idx
+
+
+def avg_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], pads_begin: Sequence[int],
+             pads_end: Sequence[int], exclude_pad: bool, out_spatial: Sequence[int],
+             dilations: Sequence[int] | None = None) -> np.ndarray:
+    """OpenVINO AvgPool-1/14/16: the mean of the in-bounds taps (exclude_pad) or their sum divided by
+    the taps inside the padded extent [-pads_begin, in + pads_end)."""
+    x = _f64(x)
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    dilations = list(dilations or [1] * len(kernel))
+    out = np.empty((n, c) + tuple(out_spatial))
+    for o, taps in _pool_windows(x, kernel, strides, dilations, pads_begin, out_spatial):
+        if exclude_pad:
+            count = len(taps)
+        else:
+            count = 1
+            for i in range(len(kernel)):
+                start = o[i] * strides[i] - pads_begin[i]
+                count *= sum(1 for k in range(kernel[i]) if start + k * dilations[i] < spatial[i] + pads_end[i])
+        s = sum(x[(slice(None), slice(None)) + t] for t in taps) if taps else np.zeros((n, c))
+        out[(slice(None), slice(None)) + o] = s / count if count else 0.0
+    return out
+
+
+# ---- softmax and attention -------------------------------------------------------------------------
+
+
+def softmax(x: ArrayLike, axis: int, log: bool = False) -> np.ndarray:
+    """OpenVINO SoftMax-1/8 and LogSoftmax-5 along `axis` (negative counts from the back)."""
+    x = _f64(x)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.max(x, axis=axis, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        e = np.exp(x - m)
+        s = np.sum(e, axis=axis, keepdims=True)
+        return x - m - np.log(s) if log else e / s
+
+
+def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None,
+                                 scale: float | None = None, causal: bool = False) -> np.ndarray:
+    """OpenVINO ScaledDotProductAttention-13: softmax(Q K^T * scale + mask) V; a boolean mask lets the
+    true positions attend (false adds -inf); causal lets query i attend to keys 0..i (the mask ignored)."""
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    if scale is None:
+        scale = 1.0 / np.sqrt(q.shape[-1])
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if causal:
+        s = s + np.where(np.tril(np.ones(s.shape[-2:], bool)), 0.0, -np.inf)
+    elif mask is not None:
+        m = np.asarray(mask)
+        s = s + (np.where(m, 0.0, -np.inf) if m.dtype == bool else _f64(m))
+    return np.matmul(softmax(s, -1), v)
+
+
+# ---- data movement, Range, Interpolate, Einsum -----------------------------------------------------
+
+
+def transpose(x: ArrayLike, order: Sequence[int]) -> np.ndarray:
+    """OpenVINO Transpose-1 (empty order reverses the dims)."""
+    x = np.asarray(x)
+    return np.transpose(x, list(order) if len(order) else None)
+
+
+def split(x: ArrayLike, axis: int, lengths: Sequence[int]) -> list[np.ndarray]:
+    """Split-1 (equal lengths) and VariadicSplit-1 (lengths, one of them -1 for the rest)."""
+    x = np.asarray(x)
+    d = x.shape[axis]
+    lengths = [d - sum(v for v in lengths if v != -1) if v == -1 else v for v in lengths]
+    return np.split(x, np.cumsum(lengths)[:-1], axis=axis)
+
+
+def slice_(x: ArrayLike, start: Sequence[int], stop: Sequence[int], step: Sequence[int],
+           axes: Sequence[int] | None = None) -> np.ndarray:
+    """Slice-8: per axis, negative bounds count from the end, then start and stop clamp to [0, n] for a
+    positive step and to [0, n-1] / [-1, n-1] for a negative one (ONNX's rule; -1 = before index 0)."""
+    x = np.asarray(x)
+    idx = [slice(None)] * x.ndim
+    for a, b, e, s in zip(axes if axes is not None else range(len(start)), start, stop, step, strict=True):
+        n = x.shape[a]
+        b, e = (b + n if b < 0 else b), (e + n if e < 0 else e)
+        if s > 0:
+            picks = list(range(min(max(b, 0), n), min(max(e, 0), n), s))
+        else:
+            picks = list(range(min(max(b, 0), n - 1), min(max(e, -1), n - 1), s)) if n else []
+        idx[a] = picks
+        x = np.take(x, picks, axis=a)
+        idx[a] = slice(None)
+    return x
+
+
+def pad(x: ArrayLike, begin: Sequence[int], end: Sequence[int], mode: str, value: float = 0) -> np.ndarray:
+    """Pad-1/12: negative pads crop; constant/edge/reflect/symmetric as numpy's pad."""
+    x = np.asarray(x)
+    x = x[tuple(slice(max(-b, 0), x.shape[k] - max(-e, 0)) for k, (b, e) in enumerate(zip(begin, end, strict=True)))]
+    widths = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end, strict=True)]
+    return np.pad(x, widths, mode="constant", constant_values=value) if mode == "constant" else \
+        np.pad(x, widths, mode=mode)
+
+
+def range_(start: float, stop: float, step: float) -> np.ndarray:
+    """Range-1/4 in float64: start + k * step for k = 0 .. ceil((stop - start) / step) - 1."""
+    n = max(int(np.ceil((stop - start) / step)), 0)
+    return start + step * np.arange(n, dtype=np.float64)
+
+
+def gather_elements(x: ArrayLike, indices: ArrayLike, axis: int) -> np.ndarray:
+    x, i = np.asarray(x), np.asarray(indices).astype(np.int64)
+    i = np.where(i < 0, i + x.shape[axis], i)
+    return np.take_along_axis(x[tuple(slice(0, i.shape[k]) if k != axis % x.ndim else slice(None)
+                                      for k in range(x.ndim))], i, axis=axis)
+
+
+def scatter_nd_update(x: ArrayLike, indices: ArrayLike, updates: ArrayLike, reduction: str = "none") -> np.ndarray:
+    """ScatterNDUpdate-3/15: rows of indices address data's leading dims; in order, each update
+    replaces (or, with a reduction, is combined into) what is there."""
+    y = np.array(x, copy=True)
+    i = np.asarray(indices).astype(np.int64)
+    k = i.shape[-1]
+    u = np.asarray(updates).reshape((-1,) + y.shape[k:])
+    combine = {"sum": np.add, "sub": np.subtract, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
+    for row, val in zip(i.reshape(-1, k), u, strict=True):
+        row = tuple(int(r) + y.shape[j] if r < 0 else int(r) for j, r in enumerate(row))
+        y[row] = val if reduction == "none" else combine[reduction](y[row], val)
+    return y
+
+
+def einsum(equation: str, *operands: ArrayLike) -> np.ndarray:
+    return np.einsum(equation, *(_f64(o) for o in operands))
+
+
+def interpolate(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], scales: Sequence[float], mode: str,
+                transform: str, nearest_mode: str) -> np.ndarray:
+    """Interpolate-4/11 (nearest, linear_onnx; no antialias) in float64, one output element at a time
+    per axis: the input coordinate by `transform`, then the nearest sample (by `nearest_mode`) or the
+    two neighbours blended linearly (clamped to the edges)."""
+    y = _f64(x)
+    for ax, n_out, sc in zip(axes, sizes, scales, strict=True):
+        n_in = y.shape[ax]
+        rows = []
+        for o in range(n_out):
+            if transform == "half_pixel":
+                c = (o + 0.5) / sc - 0.5
+            elif transform == "pytorch_half_pixel":
+                c = (o + 0.5) / sc - 0.5 if n_out > 1 else 0.0
+            elif transform == "asymmetric":
+                c = o / sc
+            elif transform == "tf_half_pixel_for_nn":
+                c = (o + 0.5) / sc
+            else:
+                c = o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+            if mode == "nearest":
+                f = np.floor(c)
+                k = {"round_prefer_floor": f if c - f == 0.5 else np.round(c),
+                     "round_prefer_ceil": np.ceil(c) if c - f == 0.5 else np.round(c),
+                     "floor": f, "ceil": np.ceil(c), "simple": np.ceil(c) if sc < 1 else np.trunc(c)}[nearest_mode]
+                rows.append(np.take(y, [int(min(max(k, 0), n_in - 1))], axis=ax))
+            else:
+                c = min(max(c, 0.0), n_in - 1)
+                lo = int(np.floor(c))
+                hi = min(lo + 1, n_in - 1)
+                rows.append(np.take(y, [lo], axis=ax) * (1 - (c - lo)) + np.take(y, [hi], axis=ax) * (c - lo))
+        y = np.concatenate(rows, axis=ax) if rows else np.take(y, [], axis=ax)
+    return y

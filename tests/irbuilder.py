@@ -103,7 +103,7 @@ class IRBuilder:
               shape: Sequence[int] | None = None) -> Out:
         """A Const whose bytes are appended to the .bin.  `et` overrides the element type written
         (the bytes are those of `value`); `shape` overrides the declared shape."""
-        value = np.ascontiguousarray(value)
+        value = np.ascontiguousarray(value).reshape(np.shape(value))  # ascontiguousarray makes 0-d arrays 1-d
         et = et or element_type(value.dtype)
         shape = tuple(int(d) for d in (value.shape if shape is None else shape))
         data = value.tobytes()

@@ -64,7 +64,7 @@ def test_run_prints_every_output_with_stats(capsys):
     lines = out.strip().splitlines()
     assert [ln.split(":")[0] for ln in lines] == ["l2_out", "gn_out"]  # output order
     for ln in lines:
-        assert "shape [1, 12, 6, 6] float32" in ln
+        assert "shape [1, 12, 6, 6] f32" in ln
         for stat in ("min", "max", "mean", "std"):
             assert stat in ln
     assert "no inputs given; using random inputs (seed 0): input_image[1, 12, 6, 6]" in err
@@ -172,7 +172,7 @@ def test_run_json(capsys):
     code, out, _ = invoke(capsys, "run", CHAIN, "--json")
     data = json.loads(out)
     assert [o["name"] for o in data["outputs"]] == ["l2_out", "gn_out"]
-    assert data["outputs"][0]["shape"] == [1, 12, 6, 6] and data["outputs"][0]["dtype"] == "float32"
+    assert data["outputs"][0]["shape"] == [1, 12, 6, 6] and data["outputs"][0]["dtype"] == "f32"
 
 
 def test_run_quiet(capsys):
@@ -281,7 +281,8 @@ def test_info(capsys):
 def test_info_json_and_dynamic(capsys):
     code, out, _ = invoke(capsys, "info", "--json", IR / "group_norm_dynamic.xml")
     data = json.loads(out)
-    assert data["inputs"] == [{"name": "x", "names": ["x"], "shape": [-1, 16, -1, -1], "dtype": "f32"}]
+    assert data["inputs"] == [{"name": "x", "names": ["x"], "shape": [-1, 16, -1, -1], "dims": "[?,16,?,?]",
+                               "dtype": "f32", "bounds": None}]
     assert data["layers"]["GroupNormalization-opset12"] == 1
     code, out, _ = invoke(capsys, "info", IR / "group_norm_dynamic.xml")
     assert "[?,16,?,?]" in out
@@ -376,7 +377,7 @@ def _py(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def test_subprocess_python_m_irnorm_cli_run():
     r = _py("-m", "irnorm.cli", "run", "samples/ir/group_norm.xml")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("y: shape [2, 8, 5, 5] float32  min ")
+    assert r.stdout.startswith("y: shape [2, 8, 5, 5] f32  min ")
     assert "using random inputs (seed 0)" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -263,7 +263,7 @@ def test_cli_zarr_run_and_input_errors(models, tmp_path, capsys):
     out = tmp_path / "out.zarr"
     assert _cli("run", models["ln"], "--inputs", inp, "-o", out, "--chunk", 12) == 0
     text = capsys.readouterr()
-    assert "normed: shape [50, 6, 16] float32" in text.out and "computed 5 chunk(s)" in text.out
+    assert "wrote 50 rows" in text.out and "5 chunk(s) computed, 0 already done" in text.out
     expected = irnorm.load(models["ln"]).run(feeds)
     g = zarr.open_group(str(out), mode="r")
     for k in expected:
@@ -272,12 +272,12 @@ def test_cli_zarr_run_and_input_errors(models, tmp_path, capsys):
     assert g[DONE][:].tolist() == [1] * 5
     # the same on a LocalCluster of 2 worker processes
     assert _cli("run", models["ln"], "--inputs", inp, "-o", tmp_path / "out2.zarr", "--chunk", 7, "--workers", 2) == 0
-    assert "computed 8 chunk(s)" in capsys.readouterr().out
+    assert "8 chunk(s) computed" in capsys.readouterr().out
     g2 = zarr.open_group(str(tmp_path / "out2.zarr"), mode="r")
     assert all(_same_bits(g2[k][:], expected[k]) for k in expected)
     # again: nothing left to compute
     assert _cli("run", models["ln"], "--inputs", inp, "-o", out, "--chunk", 12) == 0
-    assert "computed 0 chunk(s), 5 already written" in capsys.readouterr().out
+    assert "0 chunk(s) computed, 5 already done" in capsys.readouterr().out
     # an output group written by a different run is refused, not mixed
     assert _cli("run", models["ln"], "--inputs", inp, "-o", out, "--chunk", 10) == 1
     assert "[IRN065]" in capsys.readouterr().err

@@ -4,6 +4,7 @@ NaN/Inf, and input files that are corrupt, of the wrong kind, or pickles."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -323,7 +324,7 @@ def test_cli_input_name_dtype_and_shape_errors(capsys, files, tmp_path):
 def test_cli_dynamic_input_any_size(capsys, tmp_path):
     np.save(tmp_path / "x.npy", np.ones((3, 16, 2, 5), np.float32))
     code, out, _ = invoke(capsys, "run", DYN, "-i", f"x={tmp_path / 'x.npy'}")
-    assert code == 0 and "y: shape [3, 16, 2, 5] float32" in out
+    assert code == 0 and "y: shape [3, 16, 2, 5] f32" in out
 
 
 def test_cli_nan_inputs_are_reported_not_fatal(capsys, tmp_path):
@@ -375,3 +376,30 @@ def test_big_endian_input_is_the_same_type(chain):
     out = chain.run({"pixels": x.astype(">f4")})
     for k in ref:
         np.testing.assert_array_equal(out[k], ref[k])
+
+
+def test_bounded_dims_are_kept_and_enforced_as_openvino_does(tmp_path):
+    """A Parameter dim written 2..4 is reported as such (TensorSpec.bounds, .dims, info) and a size
+    outside it is refused (IRN061) -- except 0, an empty tensor, which OpenVINO accepts too."""
+    from click.testing import CliRunner
+
+    from irnorm.cli import cli
+
+    xml = (IR / "group_norm_dynamic.xml").read_text()
+    assert 'shape="?,16,?,?"' in xml
+    path = tmp_path / "b.xml"
+    path.write_text(xml.replace('shape="?,16,?,?"', 'shape="2..4,16,?,?"'))
+    (tmp_path / "b.bin").write_bytes((IR / "group_norm_dynamic.bin").read_bytes())
+    m = irnorm.load(path)
+    spec = m.inputs[0]
+    assert spec.shape == (-1, 16, -1, -1) and spec.bounds == ((2, 4), (16, 16), (0, None), (0, None))
+    assert spec.dims == "[2..4,16,?,?]" and "2..4" in repr(spec)
+    for n in (2, 4, 0):
+        m.run({"x": np.zeros((n, 16, 3, 3), np.float32)})
+    for n in (1, 5, 8):
+        with pytest.raises(irnorm.InputError, match=r"dim 0 must be within 2\.\.4") as e:
+            m.run({"x": np.zeros((n, 16, 3, 3), np.float32)})
+        assert e.value.code == "IRN061"
+    r = CliRunner().invoke(cli, ["info", "--json", str(path)])
+    info = json.loads(r.stdout)
+    assert info["inputs"][0]["dims"] == "[2..4,16,?,?]" and info["inputs"][0]["bounds"][0] == [2, 4]

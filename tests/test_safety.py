@@ -423,3 +423,20 @@ def test_dynamic_model_checks_memory_per_run():
         m.run({"x": np.zeros((1, 16, 128, 128), np.float32)})  # 1 MiB in, 1 MiB out
     assert e.value.code == "IRN051"
 
+
+
+@pytest.mark.parametrize("where", ["comment", "comment before the root", "CDATA-free text"])
+def test_a_dtd_mentioned_in_text_is_not_a_dtd(tmp_path, where):
+    """Only a real document type declaration (in the prolog) is hostile; "<!DOCTYPE" or "<!ENTITY"
+    inside a comment is text (it made validate refuse the file with IRN003)."""
+    xml = (SAMPLES / "ir" / "group_norm.xml").read_text()
+    if where == "comment":
+        xml = xml.replace("<layers>", "<layers><!-- no <!DOCTYPE or <!ENTITY here -->", 1)
+    elif where == "comment before the root":
+        xml = xml.replace("<net ", "<!-- a <!DOCTYPE mention -->\n<net ", 1)
+    else:
+        xml = xml.replace("</net>", "<!-- trailing <!ENTITY x 'y'> -->\n</net>", 1)
+    path = tmp_path / "m.xml"
+    path.write_text(xml)
+    (tmp_path / "m.bin").write_bytes((SAMPLES / "ir" / "group_norm.bin").read_bytes())
+    assert [d.code for d in irnorm.check(path) if d.severity == "error"] == []

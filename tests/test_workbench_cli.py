@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, SAMPLES, load_npz
 
+import irnorm
 from irnorm.cli import cli
 from irnorm.workbench import commands, dot, trace
 
@@ -306,7 +307,7 @@ def test_graph_rendered_with_graphviz(tmp_path, ext):
         assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 1000
     else:
         text = data.decode()
-        assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "<pre>" not in text
+        assert text.startswith("<!DOCTYPE html>") and "<svg" in text
         ET.fromstring(text[text.index("<svg"):text.index("</svg>") + 6])
 
 
@@ -319,11 +320,27 @@ def test_graph_without_graphviz_says_how_to_get_it(tmp_path, monkeypatch):
         assert "Graphviz's `dot` program is not on PATH" in res.output and "apt-get install graphviz" in res.output
         assert not out.exists()
     out = tmp_path / "g.html"
-    res = invoke("graph", CHAIN, "-o", out)
-    assert res.exit_code == 0
+    res = invoke("graph", CHAIN, "-o", out, "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["rendered_by_graphviz"] is False
     text = out.read_text()
-    assert "<pre>digraph" in text and "apt-get install graphviz" in text and "<svg" not in text
+    # the page draws the graph itself (irnorm's own layout, inline SVG), the DOT text below it
+    svg = ET.fromstring(text[text.index("<svg"):text.index("</svg>") + 6])
+    labels = [t.text for t in svg.iter() if t.tag.endswith("text")]
+    assert "GroupNormalization-opset12" in labels and "NormalizeL2-opset1" in labels and "[1,12,6,6] f32" in labels
+    assert len([e for e in svg.iter() if e.tag.endswith("rect")]) == len(irnorm.load(CHAIN).graph.nodes)
+    assert "<pre>digraph" in text
     assert invoke("graph", CHAIN, "-o", tmp_path / "g.dot").exit_code == 0  # DOT always works
+
+
+def test_compare_graph_marks_the_diverging_layers(tmp_path, monkeypatch):
+    monkeypatch.setattr(dot.shutil, "which", lambda name: None)
+    out = tmp_path / "g.html"
+    res = invoke("compare", CHAIN, "--against", "reference", "--rtol", "1e-12", "--atol", "0", "--graph", out, "-q")
+    assert res.exit_code == 1
+    text = out.read_text()
+    assert text.count("DIVERGED:") >= 1 and "#c00000" in text
+    res = invoke("compare", CHAIN, "--against", "reference", "--graph", tmp_path / "ok.html", "-q")
+    assert res.exit_code == 0 and "DIVERGED" not in (tmp_path / "ok.html").read_text()
 
 
 def test_graph_usage_errors(tmp_path):

@@ -153,7 +153,7 @@ def test_given_inputs_explicit_tolerances_and_a_loaded_model(tmp_path):
     x = np.abs(np.random.default_rng(0).standard_normal([2, 4, 2, 3, 2])).astype(np.float32) + 0.1
     # positive inputs: GroupNorm outputs still have both signs, so l2_empty still diverges
     report = irnorm.compare(m, "openvino", {"x": x}, rtol=0.0, atol=1e-3)
-    assert report.inputs == [{"name": "x", "shape": [2, 4, 2, 3, 2], "dtype": "float32", "source": "given"}]
+    assert report.inputs == [{"name": "x", "shape": [2, 4, 2, 3, 2], "dtype": "f32", "source": "given"}]
     assert report.first_divergence.name == "l2_empty"
     assert all((r.stats.rtol, r.stats.atol) == (0.0, 1e-3) for r in report.layers)
     huge = irnorm.compare(m, "openvino", {"x": x}, atol=10.0)

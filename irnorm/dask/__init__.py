@@ -9,7 +9,8 @@
 * :func:`analyze` -- the plan-time proof that a model never mixes rows, or IRN070 naming the layer
   that does (:mod:`irnorm.dask.batch`; needs no Dask);
 * :func:`run_zarr` -- a zarr group of inputs to a zarr group of outputs, resumable, as
-  ``irnorm run model.xml --inputs in.zarr -o out.zarr`` does (:mod:`irnorm.dask.zarr_io`).
+  ``irnorm run model.xml --inputs in.zarr -o out.zarr`` does (:mod:`irnorm.dask.zarr_io`, which
+  imports Dask and zarr).
 
 Importing this package does not import Dask; the functions do, and say how to install it.
 """

@@ -116,33 +116,13 @@ def check_chunks(plan: ChunkPlan, chunks: Sequence[int]) -> None:
                                                   f"{'...' if len(chunks) > 8 else ''})", file=plan.model.path))
 
 
-class _ShapeOnly:
-    """Stands for an input in shape inference (only .shape is read)."""
-
-    def __init__(self, shape: tuple[int, ...]):
-        self.shape = shape
-
-
 def output_shapes(plan: ChunkPlan, input_shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Every output's shape for one chunk (inputs in model order): the model's shape rules run at these
-    shapes (IRN064 when they do not fit together; IRN050/IRN051 when a chunk is too large)."""
+    """Every output's shape for one chunk (inputs in model order), from the model's shape rules
+    (IRN064 when they do not fit together, or when a shape depends on input values)."""
     m = plan.model
-    p = m._plan
-    if any(s.is_dynamic for s in m.inputs):
-        infos = p.reinfer([_ShapeOnly(tuple(int(d) for d in s)) for s in input_shapes])
-        p.peak_bytes(infos, m.max_memory)
-    else:
-        infos = p.static_infos()
-        infos.update({(pi, 0): m.graph.nodes[pi].outputs[0] for pi in m.graph.parameters})
-    shapes = []
-    for spec, src in zip(m.outputs, p.outputs, strict=True):
-        info = infos.get(src)
-        if info is None and src in p.constants:
-            info_shape = tuple(p.constants[src].shape)
-        else:
-            info_shape = None if info is None else info.shape
-        if info_shape is None or any(d < 0 for d in info_shape):
+    shapes = m.output_shapes([tuple(int(d) for d in s) for s in input_shapes])
+    for spec, shape in zip(m.outputs, shapes, strict=True):
+        if shape is None or any(d < 0 for d in shape):
             raise InputError(Diagnostic("IRN064", f"the shape of output {spec.name!r} cannot be known before running "
                                                   f"(it depends on input values)", file=m.path))
-        shapes.append(tuple(int(d) for d in info_shape))
-    return shapes
+    return [tuple(int(d) for d in s) for s in shapes]

@@ -32,7 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import dask  # this module is the zarr path: importing it without the [dask] extra is an ImportError
 import numpy as np
+import zarr
 
 from ..errors import Diagnostic, InputError
 from .plan import check_chunks, check_input, check_rows, output_shapes, plan_model
@@ -54,6 +56,11 @@ class ZarrRun:
     computed: list[int] = field(default_factory=list)  # chunk indices computed by this run
     outputs: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)  # name -> (shape, dtype)
     seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        """What ``irnorm run`` reports: rows, chunk rows, chunks, computed and skipped (already done)."""
+        return {"rows": self.rows, "chunk_rows": self.chunk_rows, "chunks": self.chunks,
+                "computed": len(self.computed), "skipped": self.already_done}
 
 
 def is_zarr_path(path: str | os.PathLike | None) -> bool:
@@ -88,8 +95,6 @@ _arrays: dict[tuple[str, str, str], Any] = {}
 
 def _open(store: str, path: str, token: str, mode: str) -> Any:
     """A zarr array, opened once per process and run (the token names the run)."""
-    import zarr
-
     k = (store, path, token)
     a = _arrays.get(k)
     if a is None:
@@ -163,8 +168,6 @@ def _find_inputs(plan: Any, group: Any, path: str) -> list[tuple[str, Any]]:
 
 def _prepare_output(path: str, record: dict, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, np.dtype],
                     chunk_rows: int, nchunks: int, zarr_format: int, compressors: Any) -> Any:
-    import zarr
-
     if DONE in shapes:
         raise _out_error(path, f"the model has an output named {DONE!r}, the name irnorm keeps for its chunk markers")
     exists = os.path.exists(path)
@@ -200,8 +203,6 @@ def run_zarr(model: str | os.PathLike | Any, inputs: str | os.PathLike, output: 
              progress: bool = False, on_plan: Callable[[ZarrRun], None] | None = None) -> ZarrRun:
     """Run `model` over the zarr group `inputs` into the zarr group `output` (see the module notes).
     `on_plan(run)` is called once the checks pass, before any chunk is computed."""
-    import zarr
-
     t0 = time.perf_counter()
     in_path, out_path = os.path.abspath(os.fspath(inputs)), os.path.abspath(os.fspath(output))
     plan = plan_model(model, weights, max_memory)
@@ -255,7 +256,6 @@ def run_zarr(model: str | os.PathLike | Any, inputs: str | os.PathLike, output: 
 def _compute(key: ModelKey, threads: int | None, in_path: str, in_arrays: list[str], names: list[str], out_path: str,
              out_arrays: list[str], todo: list[int], chunk_rows: int, rows: int, workers: int | None,
              scheduler: str | Any | None, progress: bool) -> list[int]:
-    import dask
     from dask.base import tokenize
 
     token = tokenize(key, in_path, in_arrays, out_path, out_arrays, chunk_rows, rows, time.time_ns())

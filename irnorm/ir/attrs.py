@@ -90,6 +90,28 @@ def parse_shape(text: str) -> list[int] | None:
     return dims
 
 
+def parse_dim_bounds(text: str) -> tuple[tuple[int, int | None], ...] | None:
+    """Each dim's (lower, upper) bound from a Parameter `shape` ('1..4,16,?' -> (1, 4), (16, 16),
+    (0, None)); None for a dynamic rank.  Malformed text raises AttrError as parse_shape does."""
+    dims = parse_shape(text)
+    if dims is None:
+        return None
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1].strip()
+    out: list[tuple[int, int | None]] = []
+    for part, d in zip(t.split(",") if t else [], dims, strict=True):
+        p = part.strip()
+        if d != DYNAMIC:
+            out.append((d, d))
+        elif ".." in p:
+            lo, _, hi = (b.strip() for b in p.partition(".."))
+            out.append((max(int(lo), 0) if lo else 0, int(hi) if hi and int(hi) >= 0 else None))
+        else:
+            out.append((0, None))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Attr:
     """One declared attribute: name, codec, default (None = required), optional check."""

@@ -152,8 +152,9 @@ def parse_document(path: str, data: bytes | None = None) -> IRDocument:
     # Refuse DTDs before libxml2 sees them: entity declarations are how XXE and
     # billion-laughs files work, and no IR written by OpenVINO has a DOCTYPE.
     head = data[:4096]
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        line = data[: max(data.find(b"<!DOCTYPE"), data.find(b"<!ENTITY"), 0)].count(b"\n") + 1
+    dtd_at = _doctype_offset(data)
+    if dtd_at is not None:
+        line = data[:dtd_at].count(b"\n") + 1
         raise _file_error(path, "IRN003", "document declares a DTD or entities; refused (no IR needs one)", line)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:64]:
         raise _file_error(path, "IRN005", "not a UTF-8 IR document")
@@ -176,6 +177,34 @@ def parse_document(path: str, data: bytes | None = None) -> IRDocument:
     if tree.docinfo.internalDTD is not None or tree.docinfo.doctype:
         raise _file_error(path, "IRN003", "document declares a DTD; refused")
     return _walk(path, root)
+
+
+def _doctype_offset(data: bytes) -> int | None:
+    """Where a document type declaration starts, or None.  XML allows one only in the prolog, among
+    comments, processing instructions and white space before the root element -- and entities can
+    only be declared inside it -- so only the prolog is scanned: "<!DOCTYPE" in a comment or an
+    attribute value further on is just text."""
+    i, n = 0, len(data)
+    if data.startswith(b"\xef\xbb\xbf"):
+        i = 3
+    while i < n:
+        if data[i:i + 1].isspace():
+            i += 1
+        elif data.startswith(b"<?", i):
+            j = data.find(b"?>", i + 2)
+            if j < 0:
+                return None  # unterminated: the parser reports it
+            i = j + 2
+        elif data.startswith(b"<!--", i):
+            j = data.find(b"-->", i + 4)
+            if j < 0:
+                return None
+            i = j + 3
+        elif data.startswith(b"<!", i):
+            return i  # <!DOCTYPE (any other markup declaration is not well-formed here either)
+        else:
+            return None  # the root element (or junk the parser refuses)
+    return None
 
 
 def _check_safety(path: str, root: etree._Element) -> None:

@@ -31,3 +31,18 @@ def fmt_shape(shape: Sequence[int] | None) -> str:
     if shape is None:
         return "[...]"
     return "[" + ",".join("?" if d == -1 else str(d) for d in shape) + "]"
+
+
+def fmt_dims(shape: Sequence[int] | None, bounds: Sequence[tuple[int, int | None]] | None) -> str:
+    """fmt_shape with a bounded dynamic dim written as OpenVINO writes it: [1..4,16,?]."""
+    if shape is None or bounds is None:
+        return fmt_shape(shape)
+    parts = []
+    for d, (lo, hi) in zip(shape, bounds, strict=True):
+        if d != -1:
+            parts.append(str(d))
+        elif lo == 0 and hi is None:
+            parts.append("?")
+        else:
+            parts.append(f"{lo}..{'' if hi is None else hi}")
+    return "[" + ",".join(parts) + "]"

@@ -26,6 +26,9 @@ import tempfile
 
 TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib"}
 
+# Below this many elements of work a kernel runs on one thread: waking the pool costs more.
+PARALLEL_MIN = 1 << 15
+
 
 def _writable(path: str) -> bool:
     try:

@@ -29,11 +29,11 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from ..ir.dtypes import cast, compute_dtype
+from . import PARALLEL_MIN
 from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
 
 _BLOCK = 16384  # elements per task along the innermost dim
-_PARALLEL_MIN = 1 << 15  # smaller outputs run on one thread (prange start-up costs more)
 _MAX_DIMS = 4
 
 _JIT = dict(nogil=True, cache=True, error_model="numpy")  # nogil: Ctrl-C and other threads run during kernels
@@ -281,7 +281,7 @@ def f32_to_f16(x: np.ndarray) -> np.ndarray:
 
 
 def _to_compute(x: np.ndarray, cdt: np.dtype) -> np.ndarray:
-    if x.dtype == np.float16 and x.size >= _PARALLEL_MIN:
+    if x.dtype == np.float16 and x.size >= PARALLEL_MIN:
         return f16_to_f32(x)
     return np.ascontiguousarray(x, dtype=cdt)
 
@@ -289,7 +289,7 @@ def _to_compute(x: np.ndarray, cdt: np.dtype) -> np.ndarray:
 def _from_compute(y: np.ndarray, dt: np.dtype) -> np.ndarray:
     if y.dtype == dt:
         return y
-    if dt == np.float16 and y.size >= _PARALLEL_MIN:
+    if dt == np.float16 and y.size >= PARALLEL_MIN:
         return f32_to_f16(y)
     return cast(y, dt)
 
@@ -341,7 +341,7 @@ def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     af = _to_compute(a, cdt).reshape(-1)
     bf = _to_compute(b, cdt).reshape(-1)
     dims, sa, sb = plan
-    kern = binary_parallel if out.size >= _PARALLEL_MIN else binary_serial
+    kern = binary_parallel if out.size >= PARALLEL_MIN else binary_serial
     kern(code, af, bf, out.reshape(-1), dims, sa, sb, _BLOCK)
     return _from_compute(out, dt)
 
@@ -395,7 +395,7 @@ def unary(code: int, x: np.ndarray) -> np.ndarray:
     out = OUTPUTS.empty(x.shape, cdt)
     if out.size:
         xf = _to_compute(x, cdt).reshape(-1)
-        if out.size >= _PARALLEL_MIN:
+        if out.size >= PARALLEL_MIN:
             unary_parallel(code, xf, out.reshape(-1), _BLOCK)
         else:
             _unary_block(code, xf, out.reshape(-1))

@@ -61,6 +61,7 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic, overload
 
+from . import PARALLEL_MIN
 from .pool import OUTPUTS
 
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
@@ -587,7 +588,6 @@ def strided_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, block
 # ---- Python side: canonicalization and dispatch -----------------------------------
 
 COMPUTE_DTYPES = {np.dtype(np.float32), np.dtype(np.float64)}
-SERIAL_MAX = 1 << 15  # elements: below this one thread is faster than waking the pool
 SPLIT_ROWS = 8  # fewer rows than this (and more than one chunk each): split rows into chunk tasks
 
 
@@ -713,7 +713,7 @@ def _plan(shape: tuple[int, ...], x_dtype: np.dtype, axes: tuple[int, ...], seg_
     perm, outer, red, inner = _layout(shape, axes)
     seg_len = max(red if seg_len is None else seg_len, 1)
     n_aff = max(o_mod * (red // seg_len), 1)
-    serial = math.prod(shape) <= SERIAL_MAX
+    serial = math.prod(shape) <= PARALLEL_MIN
     block = 0
     if inner == 1:
         kshape = (outer, red)

@@ -15,13 +15,13 @@ import numpy as np
 from numba import njit, prange
 
 from ..ir.dtypes import compute_dtype
+from . import PARALLEL_MIN
 from .elementwise import f16_to_f32
 from .moments import canonical_layout
 from .opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
 
 _LANES = 8
 _STRIDED_BLOCK = 512
-_PARALLEL_MIN = 1 << 15  # smaller inputs (and single-output reductions) run on one thread
 
 
 @njit(nogil=True, cache=True)
@@ -123,14 +123,14 @@ def reduce(code: int, x: np.ndarray, axes: list[int]) -> np.ndarray:
     out_shape = tuple(d for k, d in enumerate(x.shape) if k not in axes)
     perm, outer, red, inner = canonical_layout(x.shape, axes)
     cdt = compute_dtype(x.dtype)
-    if x.dtype == np.float16 and x.size >= _PARALLEL_MIN:
+    if x.dtype == np.float16 and x.size >= PARALLEL_MIN:
         x = f16_to_f32(x)  # several times faster than numpy's conversion
     xc = x.transpose(perm) if perm is not None else x
     xc = np.ascontiguousarray(xc, dtype=cdt)
     out = np.empty(outer * inner, np.float64)
     if out.size == 0:
         return out.reshape(out_shape)
-    small = xc.size < _PARALLEL_MIN or outer * inner == 1
+    small = xc.size < PARALLEL_MIN or outer * inner == 1
     if inner == 1:
         (reduce_rows_serial if small else reduce_rows)(code, xc.reshape(outer, red), out)
     else:

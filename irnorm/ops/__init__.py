@@ -18,6 +18,17 @@ OP_MODULES = (
     "elementwise",
     "reduce",
     "shape_ops",
+    "matmul",
+    "convolution",
+    "activation",
+    "logic",
+    "pooling",
+    "softmax",
+    "attention",
+    "movement",
+    "range",
+    "interpolate",
+    "einsum",
 )
 
 

@@ -17,16 +17,31 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import Diagnostic, InputError, RuleError, fail
-from ..ir.attrs import AttrSchema
+from ..ir.attrs import AttrError, AttrSchema, optional
 from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES
 from ..ir.tensor import TensorInfo, fmt_shape
 
 __all__ = [
+    "AUTO_BROADCAST",
     "EXTENSION_OPSET", "LATEST_OPSET", "Kernel", "NodeContext", "Op", "PartialInfo", "RuleError", "TensorInfo",
     "all_ops", "broadcast_shape", "constant_axes", "fail", "fmt_shape", "known_versions", "lookup", "merge_dim",
     "normalize_axes", "partial_of", "prod", "register", "require_float", "require_same_type", "runtime_error",
     "same_dim", "with_partial",
 ]
+
+def _auto_broadcast(text: str) -> str:
+    t = text.strip().lower()
+    if t == "numpy":
+        return "numpy"
+    if t in ("none", "explicit"):
+        return "none"
+    if t == "pdpd":
+        raise AttrError("'pdpd' broadcasting is not supported by irnorm (only numpy and none)", code="IRN023")
+    raise AttrError(f"'{text}' is not one of numpy, none, explicit")
+
+
+# The `auto_broadcast` attribute of the binary elementwise, comparison and logic ops.
+AUTO_BROADCAST = optional("auto_broadcast", _auto_broadcast, "numpy", doc="numpy (default) or none (alias explicit)")
 
 # The newest opset OpenVINO 2026.4 defines; a layer naming a later one is refused (IRN012), as
 # OpenVINO refuses it.  An op whose `opsets` end in None is current up to this opset.

@@ -29,10 +29,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..ir.attrs import Attr, AttrError, AttrSchema, optional, parse_bool, parse_float
+from ..ir.attrs import Attr, AttrSchema, optional, parse_bool, parse_float
 from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, cast, compute_dtype, is_float_dtype
 from ..kernels.opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQDIFF, SQRT, SUB, TANH
 from .base import (
+    AUTO_BROADCAST,
     Kernel,
     NodeContext,
     Op,
@@ -45,21 +46,6 @@ from .base import (
     runtime_error,
     with_partial,
 )
-
-
-def _auto_broadcast(text: str) -> str:
-    t = text.strip().lower()
-    if t == "numpy":
-        return "numpy"
-    if t in ("none", "explicit"):
-        return "none"
-    if t == "pdpd":
-        raise AttrError("'pdpd' broadcasting is not supported by irnorm (only numpy and none)", code="IRN023")
-    raise AttrError(f"'{text}' is not one of numpy, none, explicit")
-
-
-_AUTOB = optional("auto_broadcast", _auto_broadcast, "numpy", doc="numpy (default) or none (alias explicit)")
-
 
 # ---- shape rules ------------------------------------------------------------------------
 
@@ -139,7 +125,7 @@ def compute_unary(code: int, x: np.ndarray) -> np.ndarray:
 class _Binary(Op):
     version = 1
     opsets = (1, None)
-    schema = AttrSchema([_AUTOB])
+    schema = AttrSchema([AUTO_BROADCAST])
     inputs = (2, 2)
     code: ClassVar[int]
 
@@ -233,7 +219,7 @@ class Multiply(_Binary):
 class Divide(_Binary):
     type = "Divide"
     code = DIV
-    schema = AttrSchema([_AUTOB, optional("m_pythondiv", parse_bool, True,
+    schema = AttrSchema([AUTO_BROADCAST, optional("m_pythondiv", parse_bool, True,
                                           doc="integer division: floor (true, default) or truncation (false)")])
     doc = ("a / b; " + _ARITH_DOC + "integers: floor division when m_pythondiv=true (default; OpenVINO's CPU "
            "truncates), truncation when false; integer division by zero is an error.")

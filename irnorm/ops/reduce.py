@@ -1,4 +1,5 @@
-"""ReduceMean-1, ReduceSum-1, ReduceMax-1 (opset1+) and ReduceL2-4 (opset4+).
+"""ReduceMean-1, ReduceSum-1, ReduceMax-1, ReduceMin-1, ReduceProd-1, ReduceLogicalAnd-1,
+ReduceLogicalOr-1 (opset1+) and ReduceL1-4, ReduceL2-4 (opset4+).
 
 Inputs: data, and a constant axes tensor (scalar or 1-D integer; negative axes count from the
 back; repeated axes act as a set, as in OpenVINO).  ``keep_dims`` (default false) keeps each
@@ -14,8 +15,12 @@ reduced axis as a size-1 dim.  The output has the input's element type.
   for Max, as OpenVINO does.
 * Integers: Sum wraps; Mean and L2 truncate toward zero (C++ integer division / conversion).
 
-Float reductions run in the Numba kernels of ``irnorm.kernels.reduce``; integers and constant
-folding use numpy.
+* A reduction over zero elements gives 1 for Prod, the type's highest value for Min, true for
+  LogicalAnd and false for LogicalOr.
+
+Sum, Mean, Max and L2 over floats run in the Numba kernels of ``irnorm.kernels.reduce``; the others,
+integers and constant folding use numpy's reductions (vectorised C; in real exports ReduceProd and
+the logical reductions appear on small shape and mask tensors).
 """
 
 from __future__ import annotations
@@ -51,10 +56,20 @@ def lowest(dtype: np.dtype) -> np.generic:
     return ml_dtypes.finfo(dt).min
 
 
+def highest(dtype: np.dtype) -> np.generic:
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        return np.iinfo(dt).max
+    return ml_dtypes.finfo(dt).max
+
+
 def compute_reduce(kind: str, x: np.ndarray, axes: list[int], keep_dims: bool) -> np.ndarray:
-    """The op's semantics in numpy: kind is 'sum', 'mean', 'max' or 'l2'; axes sorted, unique."""
+    """The op's semantics in numpy: kind is 'sum', 'mean', 'max', 'min', 'prod', 'l1', 'l2', 'and' or
+    'or'; axes sorted, unique."""
     if not axes:
-        return np.abs(x) if kind == "l2" else x.copy()
+        return np.abs(x) if kind in ("l1", "l2") else x.copy()
+    if kind in ("and", "or", "min", "prod", "l1"):
+        return _compute_other(kind, x, axes, keep_dims)
     out_shape = reduced_shape(x.shape, axes, keep_dims)
     ax = tuple(axes)
     n = 1
@@ -87,6 +102,27 @@ def compute_reduce(kind: str, x: np.ndarray, axes: list[int], keep_dims: bool) -
         return cast(q, dt)
 
 
+def _compute_other(kind: str, x: np.ndarray, axes: list[int], keep_dims: bool) -> np.ndarray:
+    ax = tuple(axes)
+    dt = x.dtype
+    if kind in ("and", "or"):
+        return np.asarray((np.all if kind == "and" else np.any)(x, axis=ax, keepdims=keep_dims))
+    if kind == "min":
+        if any(x.shape[a] == 0 for a in axes):
+            return np.full(reduced_shape(x.shape, axes, keep_dims), highest(dt), dt)
+        src = x.astype(compute_dtype(dt)) if is_float_dtype(dt) else x
+        return cast(np.min(src, axis=ax, keepdims=keep_dims), dt)
+    with np.errstate(all="ignore"):
+        if is_float_dtype(dt):
+            x64 = x.astype(np.float64)
+            r = np.prod(x64, axis=ax, keepdims=keep_dims) if kind == "prod" else \
+                np.sum(np.abs(x64), axis=ax, keepdims=keep_dims)
+            return cast(r, dt)
+        if kind == "prod":
+            return np.asarray(np.prod(x, axis=ax, keepdims=keep_dims, dtype=dt))
+        return np.asarray(np.sum(np.abs(x), axis=ax, keepdims=keep_dims, dtype=dt))
+
+
 class _Reduce(Op):
     version = 1
     opsets = (1, None)
@@ -94,10 +130,13 @@ class _Reduce(Op):
     inputs = (2, 2)
     kind: ClassVar[str]
 
+    logical: ClassVar[bool] = False  # boolean data only (LogicalAnd/Or); the others refuse it
+
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         x = ctx.inputs[0]
-        if x.dtype == "boolean":
-            raise fail("IRN033", f"{self.type} does not take boolean data")
+        if (x.dtype == "boolean") != self.logical:
+            need = "boolean" if self.logical else "numeric (not boolean)"
+            raise fail("IRN033", f"{self.type} takes {need} data, got {x.dtype}")
         keep = ctx.attrs["keep_dims"]
         if x.shape is None:
             ctx.const(1, "axes")
@@ -115,7 +154,7 @@ class _Reduce(Op):
         def run(ins):
             x = ins[0]
             axes = sorted(set(normalize_axes([int(a) for a in np.asarray(ins[1]).reshape(-1)], x.ndim)))
-            if not axes or not is_float_dtype(x.dtype) or x.size == 0:
+            if not axes or not is_float_dtype(x.dtype) or x.size == 0 or kind not in ("sum", "mean", "max", "l2"):
                 return [compute_reduce(kind, x, axes, keep)]
             from ..kernels import reduce as kern  # lazy: validate never imports numba
 
@@ -161,3 +200,43 @@ class ReduceL2(_Reduce):
     kind = "l2"
     doc = ("sqrt(sum of squares) over constant axes; keep_dims; empty axes give |x|; float64 accumulation; "
            "integers truncate.")
+
+
+@register
+class ReduceMin(_Reduce):
+    type = "ReduceMin"
+    kind = "min"
+    doc = ("minimum over constant axes (NaN propagates); keep_dims; empty axes = identity; zero elements give the "
+           "type's highest value.")
+
+
+@register
+class ReduceProd(_Reduce):
+    type = "ReduceProd"
+    kind = "prod"
+    doc = "product over constant axes; keep_dims; empty axes = identity; floats in float64; integers wrap."
+
+
+@register
+class ReduceL1(_Reduce):
+    type = "ReduceL1"
+    version = 4
+    opsets = (4, None)
+    kind = "l1"
+    doc = "sum of |x| over constant axes; keep_dims; empty axes give |x|; float64 accumulation."
+
+
+@register
+class ReduceLogicalAnd(_Reduce):
+    type = "ReduceLogicalAnd"
+    kind = "and"
+    logical = True
+    doc = "logical AND over constant axes of boolean data; keep_dims; zero elements give true."
+
+
+@register
+class ReduceLogicalOr(_Reduce):
+    type = "ReduceLogicalOr"
+    kind = "or"
+    logical = True
+    doc = "logical OR over constant axes of boolean data; keep_dims; zero elements give false."

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import Diagnostic, InputError
+from ..ir.attrs import AttrError, parse_dim_bounds
 from ..ir.dtypes import ELEMENT_TYPES
 from ..ir.graph import Graph
-from ..ir.tensor import TensorInfo, fmt_shape
+from ..ir.tensor import TensorInfo, fmt_dims, fmt_shape
 
 Value = tuple[int, int]  # (node index, output index)
 
@@ -28,13 +29,21 @@ class TensorSpec:
     dtype: np.dtype
     element_type: str
     names: tuple[str, ...] = ()
+    # per dim (lower, upper or None): a model input's bounds as the IR declares them ("1..4" -> (1, 4));
+    # None when nothing bounds the dynamic dims (outputs)
+    bounds: tuple[tuple[int, int | None], ...] | None = None
 
     @property
     def is_dynamic(self) -> bool:
         return self.shape is None or any(d == -1 for d in self.shape)
 
+    @property
+    def dims(self) -> str:
+        """The shape as OpenVINO writes it: [1..4,16,?]."""
+        return fmt_dims(self.shape, self.bounds)
+
     def __repr__(self) -> str:
-        return f"TensorSpec(name={self.name!r}, shape={fmt_shape(self.shape)}, dtype={self.element_type})"
+        return f"TensorSpec(name={self.name!r}, shape={self.dims}, dtype={self.element_type})"
 
 
 def io_specs(graph: Graph) -> tuple[list[TensorSpec], list[TensorSpec], list[tuple[int, int]]]:
@@ -49,7 +58,8 @@ def io_specs(graph: Graph) -> tuple[list[TensorSpec], list[TensorSpec], list[tup
         canonical = min(names) if names else node.layer.name
         info = node.outputs[0]
         all_names = tuple(dict.fromkeys([canonical, *sorted(names), node.layer.name]))
-        inputs.append(TensorSpec(canonical, info.shape, ELEMENT_TYPES[info.dtype], info.dtype, all_names))
+        inputs.append(TensorSpec(canonical, info.shape, ELEMENT_TYPES[info.dtype], info.dtype, all_names,
+                                 _bounds(node.layer.data.get("shape", ""), info.shape)))
     outputs: list[TensorSpec] = []
     sources: list[tuple[int, int]] = []
     taken: set[str] = set()
@@ -72,6 +82,17 @@ def io_specs(graph: Graph) -> tuple[list[TensorSpec], list[TensorSpec], list[tup
                                   tuple(dict.fromkeys([canonical, *sorted(names)]))))
         sources.append(src)
     return inputs, outputs, sources
+
+
+def _bounds(text: str, shape: tuple[int, ...]) -> tuple[tuple[int, int | None], ...] | None:
+    """The declared bounds, or None when no dynamic dim is bounded (the common case: nothing to check)."""
+    try:
+        b = parse_dim_bounds(text)
+    except AttrError:
+        return None
+    if b is None or len(b) != len(shape) or all(d != -1 or bd == (0, None) for d, bd in zip(shape, b, strict=True)):
+        return None
+    return b
 
 
 class InputBinder:
@@ -156,6 +177,27 @@ class InputBinder:
             raise InputError(diags)
         return bound  # type: ignore[return-value]
 
+    def check_shape(self, spec: TensorSpec, shape: tuple[int, ...]) -> None:
+        """Rank, static dims and declared bounds of one input (IRN061)."""
+        if len(shape) != len(spec.shape):
+            raise InputError(Diagnostic(
+                "IRN061", f"input {spec.name!r} has rank {len(shape)} {list(shape)}, the model expects rank "
+                          f"{len(spec.shape)} {fmt_shape(spec.shape)}", file=self.path))
+        bad = [i for i, (d, e) in enumerate(zip(shape, spec.shape, strict=True)) if e != -1 and d != e]
+        if bad:
+            raise InputError(Diagnostic(
+                "IRN061", f"input {spec.name!r} has shape {list(shape)}, the model expects "
+                          f"{spec.dims} (dim {bad[0]} must be {spec.shape[bad[0]]})", file=self.path))
+        if spec.bounds is not None:
+            # as OpenVINO: outside the bounds is refused, except a 0-sized dim (an empty tensor)
+            out = [i for i, (d, (lo, hi)) in enumerate(zip(shape, spec.bounds, strict=True))
+                   if d and (d < lo or (hi is not None and d > hi))]
+            if out:
+                lo, hi = spec.bounds[out[0]]
+                raise InputError(Diagnostic(
+                    "IRN061", f"input {spec.name!r} has shape {list(shape)}, the model expects {spec.dims} "
+                              f"(dim {out[0]} must be within {lo}..{'' if hi is None else hi})", file=self.path))
+
     def _check_input(self, spec: TensorSpec, value: Any, cast: bool) -> np.ndarray:
         arr = value if isinstance(value, np.ndarray) else None
         if arr is None:
@@ -176,15 +218,7 @@ class InputBinder:
                               f"({spec.element_type}); convert it, or pass cast=True / --cast", file=self.path))
             with np.errstate(invalid="ignore", over="ignore"):
                 arr = arr.astype(spec.dtype)
-        if arr.ndim != len(spec.shape):
-            raise InputError(Diagnostic(
-                "IRN061", f"input {spec.name!r} has rank {arr.ndim} {list(arr.shape)}, the model expects rank "
-                          f"{len(spec.shape)} {fmt_shape(spec.shape)}", file=self.path))
-        bad = [i for i, (d, e) in enumerate(zip(arr.shape, spec.shape, strict=True)) if e != -1 and d != e]
-        if bad:
-            raise InputError(Diagnostic(
-                "IRN061", f"input {spec.name!r} has shape {list(arr.shape)}, the model expects "
-                          f"{fmt_shape(spec.shape)} (dim {bad[0]} must be {spec.shape[bad[0]]})", file=self.path))
+        self.check_shape(spec, arr.shape)
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         return arr

@@ -87,25 +87,28 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
     if pool is not None:
         if pool_allowance is not None:
             pool.OUTPUTS.trim(pool_allowance)  # idle pooled buffers count against the limit
-    direct: dict[tuple[int, int], np.ndarray] = {}  # value -> caller array its kernel may write into
+    slot_of = plan.slot_of
+    direct: dict[int, np.ndarray] = {}  # slot -> caller array its kernel may write into
     if dest is not None:
         from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
 
         for d, src in zip(dest, plan.outputs, strict=True):
             # An out array that overlaps an input is filled only after everything has run (a later
             # layer may still read that input); a non-contiguous one is filled by a copy.
-            if (d is not None and src not in direct and d.flags.c_contiguous
+            s = slot_of.get(src)
+            if (d is not None and s is not None and s not in direct and d.flags.c_contiguous
                     and not any(np.may_share_memory(d, a) for a in arrays)):
-                direct[src] = d
-    values: dict[tuple[int, int], np.ndarray] = dict(plan.constants)
+                direct[s] = d
+    slots: list[np.ndarray | None] = [None] * len(slot_of)
     for pi, arr in zip(plan.parameters, arrays, strict=True):
-        values[(pi, 0)] = arr
+        slots[slot_of[(pi, 0)]] = arr
         if hook is not None:
             hook(plan.graph.nodes[pi], [arr], 0.0)
     for st in plan.steps:
-        ins = [values[a] for a in st.args]
-        targets = [direct[(st.node.index, k)] for k in range(len(st.node.outputs))
-                   if (st.node.index, k) in direct] if direct else None
+        ins = st.argv.copy()
+        for i, s in st.arg_slots:
+            ins[i] = slots[s]
+        targets = [direct[s] for s in st.out_slots if s in direct] if direct else None
         try:
             if targets:
                 with OUTPUTS.provide(targets):
@@ -119,13 +122,14 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
             for d in e.diagnostics:
                 d.file = d.file or plan.graph.path
             raise
-        for k, o in enumerate(outs):
-            values[(st.node.index, k)] = o
-        for a in st.frees:
-            values.pop(a, None)
+        for s, o in zip(st.out_slots, outs, strict=False):
+            slots[s] = o
+        for s in st.free_slots:
+            slots[s] = None
     result: dict[str, np.ndarray] = {}
     for i, (spec, src) in enumerate(zip(outputs, plan.outputs, strict=True)):
-        v = values[src]
+        s = slot_of.get(src)
+        v = slots[s] if s is not None else plan.constants[src]
         d = dest[i] if dest is not None else None
         if d is not None:
             if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)

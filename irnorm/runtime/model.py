@@ -19,22 +19,31 @@ from ..ir.graph import Graph, Node
 from ..ir.tensor import TensorInfo
 from .bind import InputBinder, TensorSpec, bind_out, io_specs
 from .execute import LayerHook, LayerOutput, LayerTime, RunResult, execute, layer_output
-from .plan import default_max_memory, make_plan
+from .plan import Plan, default_max_memory, make_plan
 
 __all__ = ["LayerHook", "LayerOutput", "LayerTime", "Model", "RunResult", "TensorSpec"]
+
+
+class _ShapeOnly:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
 
 
 class Model:
     """A loaded, validated, planned model.  Create it with :func:`irnorm.load`."""
 
-    def __init__(self, graph: Graph, max_memory: int | None = None):
+    def __init__(self, graph: Graph, max_memory: int | None = None, fuse: bool = True):
         self.graph = graph
         self.path = graph.path
         self.max_memory = max_memory if max_memory is not None else default_max_memory()
         self.inputs, self.outputs, sources = io_specs(graph)
         self.diagnostics: list[Diagnostic] = list(graph.diagnostics)
         self._binder = InputBinder(self.inputs, self.path)
-        self._plan = make_plan(graph, sources)
+        self._sources = sources
+        self._plan = make_plan(graph, sources, fuse)
+        self._unfused: Plan | None = None if fuse else self._plan
         params = set(graph.parameters)
         # outputs that are a folded constant or an input: handed out as copies
         self._copy_out = [src in self._plan.constants or src[0] in params for src in sources]
@@ -46,8 +55,25 @@ class Model:
 
     @property
     def layers_run(self) -> list[Node]:
-        """The layers a run executes, in order (folded constants, Parameters and Results excluded)."""
-        return [st.node for st in self._plan.steps]
+        """The layers a run executes, in order (folded constants, Parameters and Results excluded);
+        a fused step counts as the layers it covers."""
+        return [n for st in self._plan.steps for n in st.nodes]
+
+    @property
+    def output_sources(self) -> list[tuple[int, int]]:
+        """For each output, the (node index, output index) in ``graph.nodes`` that produces it."""
+        return list(self._plan.outputs)
+
+    @property
+    def fused_steps(self) -> list[tuple[str, list[str]]]:
+        """The planner's fusions: (label, names of the layers covered) for each fused step."""
+        return [(st.label, [n.layer.name for n in st.covers]) for st in self._plan.steps if st.covers]
+
+    def _debug_plan(self) -> Plan:
+        """The unfused plan, for runs that watch every layer (capture=, on_layer=): built on first use."""
+        if self._unfused is None:
+            self._unfused = make_plan(self.graph, self._sources, fuse=False)
+        return self._unfused
 
     def bind_inputs(self, inputs: Mapping[str, Any] | Sequence[Any] | np.ndarray | None, cast: bool = False
                     ) -> dict[str, np.ndarray]:
@@ -55,10 +81,25 @@ class Model:
         ranks and static dims checked (with ``cast=True`` converted).  Raises InputError (IRN06x)."""
         return dict(zip([s.name for s in self.inputs], self._binder.bind(inputs, cast), strict=True))
 
-    def _check_shapes(self, arrays: list[np.ndarray]) -> dict[tuple[int, int], TensorInfo]:
+    def output_shapes(self, input_shapes: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+        """The output shapes a run with inputs of these shapes (in input order) would give, from the
+        shape rules alone: nothing is computed or allocated.  InputError when they do not fit."""
+        if len(input_shapes) != len(self.inputs):
+            raise InputError(Diagnostic("IRN060", f"the model takes {len(self.inputs)} inputs, got "
+                                                  f"{len(input_shapes)} shapes", file=self.path))
+        shapes = [tuple(int(d) for d in shape) for shape in input_shapes]
+        for spec, shape in zip(self.inputs, shapes, strict=True):
+            self._binder.check_shape(spec, shape)
+        # the shape rules read only .shape: stand-ins that hold no data
+        infos = self._plan.reinfer([_ShapeOnly(shape) for shape in shapes])
+        return [tuple(infos[src].shape) if src in infos else tuple(self._plan.constants[src].shape)
+                for src in self._plan.outputs]
+
+    def _check_shapes(self, arrays: list[np.ndarray], plan: Plan | None = None) -> dict[tuple[int, int], TensorInfo]:
         """Dynamic models: re-run the shape rules at these shapes and check the memory they need."""
-        infos = self._plan.reinfer(arrays)
-        self._peak = self._plan.peak_bytes(infos, self.max_memory)
+        plan = plan or self._plan
+        infos = plan.reinfer(arrays)
+        self._peak = plan.peak_bytes(infos, self.max_memory)
         return infos
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *, cast: bool = False,
@@ -81,8 +122,10 @@ class Model:
                 self._check_shapes(arrays)
             return self._execute(arrays, None)
         cap_nodes = None if capture is None or capture is False else self.find_layers(capture)
+        # watching every layer needs every layer: those runs take the unfused plan
+        plan = self._debug_plan() if cap_nodes is not None or on_layer is not None else self._plan
         arrays = self._binder.bind(inputs, cast)
-        infos = self._check_shapes(arrays) if self._binder.dynamic else None
+        infos = self._check_shapes(arrays, plan) if self._binder.dynamic else None
         dest = None if out is None else bind_out(self.outputs, self._plan.outputs, out, infos, self.path)
         captures: list[LayerOutput] = []
         times: list[LayerTime] = []
@@ -100,10 +143,14 @@ class Model:
 
             hooks.append(cap)
         if profile:
+            labels = {st.node.index: st.label for st in plan.steps if st.label}
+
             def prof(node: Node, _o: Sequence[np.ndarray], s: float) -> None:
                 if node.op is not None and node.op.type != "Parameter":
                     lay = node.layer
-                    times.append(LayerTime(node.index, lay.id, lay.name, lay.type, lay.version, s))
+                    label = labels.get(node.index)  # a fused step: its label, no single version
+                    times.append(LayerTime(node.index, lay.id, lay.name, label or lay.type,
+                                           "" if label else lay.version, s))
 
             hooks.append(prof)
         if on_layer is not None:
@@ -116,7 +163,7 @@ class Model:
                 for h in hooks:
                     h(node, outs, s)
         t0 = time.perf_counter()
-        result = self._execute(arrays, hook, dest)
+        result = self._execute(arrays, hook, dest, plan)
         if cap_nodes is not None or profile:
             return RunResult(result, captures, times, time.perf_counter() - t0)
         return result
@@ -134,7 +181,7 @@ class Model:
         for n in g.nodes:
             by_key.setdefault(n.layer.name, []).append(n)
             by_key.setdefault(n.layer.id, []).append(n)
-        run_nodes = ({st.node.index for st in self._plan.steps} | set(g.parameters)
+        run_nodes = ({n.index for st in self._plan.steps for n in st.nodes} | set(g.parameters)
                      | {k[0] for k in self._plan.constants})
         out: list[Node] = []
         for key in capture:
@@ -158,8 +205,9 @@ class Model:
         return InputError(Diagnostic("IRN066", message, file=self.path))
 
     def _execute(self, arrays: list[np.ndarray], hook: LayerHook | None,
-                 dest: list[np.ndarray | None] | None = None) -> dict[str, np.ndarray]:
-        return execute(self._plan, self.outputs, self._copy_out, arrays, hook, dest, self.max_memory - self._peak)
+                 dest: list[np.ndarray | None] | None = None, plan: Plan | None = None) -> dict[str, np.ndarray]:
+        return execute(plan or self._plan, self.outputs, self._copy_out, arrays, hook, dest,
+                       self.max_memory - self._peak)
 
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         if args and kwargs:

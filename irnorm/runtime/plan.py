@@ -46,10 +46,22 @@ def nbytes(shape: Sequence[int], dtype: str) -> int:
 
 @dataclass
 class Step:
-    node: Node
+    node: Node  # the layer whose outputs the step produces (the last one of a fused chain)
     kernel: Any
     args: list[Value]  # the operands
     frees: list[Value]  # values dead after this step
+    covers: list[Node] | None = None  # a fused step: every layer it stands for, in order (runtime/fuse.py)
+    label: str = ""  # a fused step: e.g. "MVN+Multiply+Add"
+    # the flat form execute() runs (Plan.assign_slots): the operand list with constants already in
+    # place, the (position, slot) of each runtime operand, the slots of the outputs, the slots to free
+    argv: list[Any] | None = None
+    arg_slots: tuple[tuple[int, int], ...] = ()
+    out_slots: tuple[int, ...] = ()
+    free_slots: tuple[int, ...] = ()
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.covers or [self.node]
 
 
 @dataclass
@@ -60,6 +72,23 @@ class Plan:
     steps: list[Step]
     constants: dict[Value, np.ndarray]
     outputs: list[Value]
+    slot_of: dict[Value, int] | None = None  # runtime value -> its slot in execute()'s value list
+
+    def assign_slots(self) -> None:
+        """The flat plan: every runtime value (inputs, step outputs) gets a slot in one list, and each
+        step knows where its operands come from -- no dict lookups or copies per call."""
+        slot_of: dict[Value, int] = {}
+        for pi in self.graph.parameters:
+            slot_of[(pi, 0)] = len(slot_of)
+        for st in self.steps:
+            for k in range(len(st.node.outputs)):
+                slot_of[(st.node.index, k)] = len(slot_of)
+        for st in self.steps:
+            st.argv = [self.constants.get(a) for a in st.args]
+            st.arg_slots = tuple((i, slot_of[a]) for i, a in enumerate(st.args) if a not in self.constants)
+            st.out_slots = tuple(slot_of[(st.node.index, k)] for k in range(len(st.node.outputs)))
+            st.free_slots = tuple(slot_of[a] for a in st.frees if a in slot_of)
+        self.slot_of = slot_of
 
     @property
     def parameters(self) -> list[int]:
@@ -79,20 +108,23 @@ class Plan:
         for key, v in self.constants.items():
             infos[key] = TensorInfo(tuple(v.shape), g.nodes[key[0]].outputs[key[1]].dtype, v)
         for st in self.steps:
-            node = st.node
-            ctx = NodeContext(node.layer, node.attrs, [infos[a] for a in st.args], len(node.layer.outputs))
-            try:
-                outs = node.op.infer(ctx)
-            except RuleError as e:
-                raise InputError(Diagnostic("IRN064", f"with these input shapes: {e.message}",
-                                            **node.layer.where(g.path))) from None
-            except Exception as e:  # a rule that did not anticipate these shapes: still a diagnostic
-                raise InputError(Diagnostic("IRN064", f"with these input shapes the operation's shape rule fails "
-                                                      f"({type(e).__name__}: {e})",
-                                            **node.layer.where(g.path))) from None
-            for k, o in enumerate(outs):
-                infos[(node.index, k)] = o
+            for node in st.nodes:  # a fused step: through every layer it covers, as unfused
+                self._infer(node, [infos[tuple(s)] for s in node.sources], infos)
         return infos
+
+    def _infer(self, node: Node, ins: list[TensorInfo], infos: dict[Value, TensorInfo]) -> None:
+        ctx = NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs))
+        try:
+            outs = node.op.infer(ctx)
+        except RuleError as e:
+            raise InputError(Diagnostic("IRN064", f"with these input shapes: {e.message}",
+                                        **node.layer.where(self.graph.path))) from None
+        except Exception as e:  # a rule that did not anticipate these shapes: still a diagnostic
+            raise InputError(Diagnostic("IRN064", f"with these input shapes the operation's shape rule fails "
+                                                  f"({type(e).__name__}: {e})",
+                                        **node.layer.where(self.graph.path))) from None
+        for k, o in enumerate(outs):
+            infos[(node.index, k)] = o
 
     def peak_bytes(self, infos: dict[Value, TensorInfo], max_memory: int) -> int:
         """Peak bytes of inputs + live intermediates + constants at these shapes; IRN050 for an absurd
@@ -122,9 +154,10 @@ class Plan:
         return peak
 
 
-def make_plan(graph: Graph, outputs: list[Value]) -> Plan:
+def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True) -> Plan:
     """Steps for every layer an output depends on, in execution order.  A layer whose outputs were
-    all folded at load time is a constant (and what produced it, e.g. a ShapeOf, never runs)."""
+    all folded at load time is a constant (and what produced it, e.g. a ShapeOf, never runs).  With
+    `fuse`, the planner rules of runtime/fuse.py turn chains of layers into single steps."""
     g = graph
     live: set[int] = set()
     stack = [src[0] for src in outputs]
@@ -137,7 +170,7 @@ def make_plan(graph: Graph, outputs: list[Value]) -> Plan:
             continue
         stack.extend(s[0] for s in g.nodes[i].sources if s is not None)
     constants: dict[Value, np.ndarray] = {}
-    steps: list[Step] = []
+    runs: list[Node] = []
     for node in g.nodes:
         if node.index not in live or node.op is None or node.op_type in ("Parameter", "Result"):
             continue
@@ -145,9 +178,22 @@ def make_plan(graph: Graph, outputs: list[Value]) -> Plan:
             for k, o in enumerate(node.outputs):
                 constants[(node.index, k)] = o.value
             continue
-        ctx = NodeContext(node.layer, node.attrs, [g.nodes[s[0]].outputs[s[1]] for s in node.sources],
-                          len(node.layer.outputs))
-        steps.append(Step(node, node.op.build(ctx), [tuple(s) for s in node.sources], []))
+        runs.append(node)
+    fusions = {}
+    if fuse:
+        from .fuse import find_fusions
+
+        fusions = find_fusions(g, live, set(outputs), runs)
+    covered = {n.index for f in fusions.values() for n in f.nodes}
+    steps: list[Step] = []
+    for node in runs:
+        f = fusions.get(node.index)
+        if f is not None:
+            steps.append(Step(f.nodes[-1], f.kernel, list(f.args), [], list(f.nodes), f.label))
+        elif node.index not in covered:
+            ctx = NodeContext(node.layer, node.attrs, [g.nodes[s[0]].outputs[s[1]] for s in node.sources],
+                              len(node.layer.outputs))
+            steps.append(Step(node, node.op.build(ctx), [tuple(s) for s in node.sources], []))
     # last use of every runtime value -> free it right after
     last: dict[Value, int] = {}
     for k, st in enumerate(steps):
@@ -157,7 +203,9 @@ def make_plan(graph: Graph, outputs: list[Value]) -> Plan:
     for a, k in last.items():
         if a not in keep and a not in constants:
             steps[k].frees.append(a)
-    return Plan(graph, steps, constants, list(outputs))
+    plan = Plan(graph, steps, constants, list(outputs))
+    plan.assign_slots()
+    return plan
 
 
 def _folded(node: Node) -> bool:

@@ -92,7 +92,7 @@ def input_options(f: Any) -> Any:
     return _apply([
         click.option("--weights", type=click.Path(dir_okay=False), help="Weights file (default: MODEL with .bin)."),
         click.option("--inputs", "inputs_npz", type=click.Path(),
-                     help="An .npz whose keys are input names (irnorm run: or a .zarr group)."),
+                     help="An .npz whose keys are input names (irnorm run: or a DATA.zarr group)."),
         click.option("-i", "--input", "items", multiple=True, type=NamedFile(), help="One input (repeatable)."),
         click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
                      help="Seed for random inputs (used when none are given)."),
@@ -101,7 +101,14 @@ def input_options(f: Any) -> Any:
         click.option("--value-range", "range_items", multiple=True, type=ValueRange(),
                      help="Draw random input NAME uniformly from [LO, HI] (integers: inclusive)."),
         click.option("--cast", is_flag=True, help="Convert inputs to the model's dtypes instead of refusing."),
+        click.option("--save-inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
+                     help="Save the inputs used (random ones included) to replay them with --inputs."),
     ], f)
+
+
+def fuse_option(f: Any) -> Any:
+    return click.option("--no-fuse", "no_fuse", is_flag=True,
+                        help="Run every layer on its own (no planner fusions; for debugging).")(f)
 
 
 def max_memory_option(f: Any) -> Any:
@@ -112,17 +119,23 @@ def max_memory_option(f: Any) -> Any:
 def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tuple[str, str], ...],
                   seed: int, shape_items: tuple[tuple[str, list[int]], ...],
                   range_items: tuple[tuple[str, tuple[float, float]], ...], quiet: bool,
-                  max_memory: int | None = None) -> tuple[Any, dict[str, Any]]:
-    """Load MODEL and gather its inputs from the shared input options (random ones are announced on
-    stderr unless `quiet`).  --shape and --value-range must name model inputs, and apply to random
-    inputs only."""
+                  max_memory: int | None = None, fuse: bool = True, need_shapes: bool = False,
+                  save_inputs: str | None = None) -> tuple[Any, dict[str, Any], str | None]:
+    """Load MODEL and gather its inputs from the shared input options.  Returns (model, inputs, a note
+    saying which random inputs were drawn, or None); the note is also printed on stderr unless
+    `quiet`.  --shape and --value-range must name model inputs, and apply to random inputs only.
+    `need_shapes`: random inputs for dynamic dims need --shape (benchmark_app's "Provide data shapes")."""
     from ..api import load
     from .inputs import gather_inputs
 
+    if save_inputs:
+        from .outputs import check_output_path
+
+        check_output_path(save_inputs, "--save-inputs")
     if (shape_items or range_items) and (inputs_npz or items):
         which = "--shape" if shape_items else "--value-range"
         raise click.UsageError(f"{which} applies to random inputs only; it cannot be combined with --inputs/-i")
-    m = load(model, weights, max_memory=max_memory)
+    m = load(model, weights, max_memory=max_memory, fuse=fuse)
     shapes, ranges = dict(shape_items), dict(range_items)
     known = {n for s in m.inputs for n in s.names}
     for opt, keyed in (("--shape", shapes), ("--value-range", ranges)):
@@ -130,10 +143,19 @@ def load_and_feed(model: str, weights: str | None, inputs_npz: str | None, items
             if k not in known:
                 raise click.BadParameter(f"no model input named {k!r}; the inputs are "
                                          f"{', '.join(repr(s.name) for s in m.inputs)}", param_hint=opt)
+    if need_shapes and not (inputs_npz or items):
+        missing = [f"{s.name}{s.dims}" for s in m.inputs if s.is_dynamic and not any(n in shapes for n in s.names)]
+        if missing:
+            raise click.UsageError(f"the model has dynamic dims ({', '.join(missing)}): give their sizes with "
+                                   "--shape NAME=D0,D1,... (or real inputs with --inputs/-i)")
     feeds, note = gather_inputs(m, inputs_npz, items, shapes, seed, ranges)
     if note and not quiet:
         click.echo(f"irnorm: {note}", err=True)
-    return m, feeds
+    if save_inputs:
+        from .outputs import save_npz
+
+        save_npz(save_inputs, feeds)
+    return m, feeds, note
 
 
 def parse_tol(items: tuple[str, ...], what: str) -> tuple[float | None, dict[str, float]]:

@@ -4,7 +4,6 @@ beside this one.  irnorm/cli.py adds COMMANDS to the `irnorm` group."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -12,7 +11,8 @@ from typing import Any
 import click
 
 from ..errors import Diagnostic, InputError
-from .args import input_options, load_and_feed, parse_tol
+from .args import fuse_option, input_options, load_and_feed, parse_tol
+from .jsonout import dumps
 
 EXIT_FAIL = 1
 
@@ -68,6 +68,8 @@ def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | 
             writer = DumpWriter(dump_dir, wanted, m.path)
         except (DumpError, OSError) as e:
             raise click.ClickException(str(e)) from None
+        if _stderr_tty():  # large dumps take a while: show them being written
+            writer = _DumpProgress(writer, len(wanted) if isinstance(wanted, list) else len(m.layers_run) + 1)
     if profile:  # one untimed run first, so the table shows kernels, not their JIT compilation
         m.run(feeds, cast=cast)
     try:
@@ -160,19 +162,27 @@ def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
               help="Relative tolerance (default: per dtype); LAYER=R for one layer (name or id) or model output.")
 @click.option("--atol", "atol_items", multiple=True, metavar="A|LAYER=A",
               help="Absolute tolerance (default: per dtype); LAYER=A for one layer (name or id) or model output.")
+@click.option("--graph", "graph_path", type=click.Path(dir_okay=False), metavar="FILE.html|.svg|.dot",
+              help="Also draw the graph with the diverging layers in red.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line(s).")
 def compare_cmd(model: str, against: str, openvino_precision: str, weights: str | None, inputs_npz: str | None,
                 items: tuple[str, ...], seed: int, shape_items: tuple[str, ...], range_items: tuple[str, ...],
-                cast: bool, rtol_items: tuple[str, ...], atol_items: tuple[str, ...], as_json: bool,
-                quiet: bool) -> None:
+                cast: bool, save_inputs: str | None, rtol_items: tuple[str, ...], atol_items: tuple[str, ...],
+                graph_path: str | None, as_json: bool, quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
-    first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does."""
+    first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does.
+
+    \b
+    Example:  irnorm compare model.xml --against openvino --graph diff.html"""
     from .compare import OpenVINOFailure, OpenVINOUnavailable, ToleranceError, compare
 
     rtol, rtol_per = parse_tol(rtol_items, "--rtol")
     atol, atol_per = parse_tol(atol_items, "--atol")
-    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
+                                save_inputs=save_inputs)
+    if against == "openvino" and not (quiet or as_json) and _stderr_tty():
+        click.echo("irnorm: compiling the model in OpenVINO and running both (every layer is compared)...", err=True)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
                          cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
@@ -182,11 +192,18 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
         click.echo(f"irnorm: {e}", err=True)
         sys.exit(EXIT_FAIL)
     report.model = model
+    if graph_path:
+        from .dot import write_graph
+
+        marks = {}
+        for r in report.diverged:
+            marks.setdefault(r.index, f"DIVERGED: {r.stats.summary() if r.stats else r.note}")
+        write_graph(m, graph_path, marks=marks)
     if not (items or inputs_npz):
         for i in report.inputs:
             i["source"] = f"random (seed {seed})"
     if as_json:
-        click.echo(report.to_json())
+        click.echo(dumps(report.to_dict()))
     else:
         if not quiet:
             click.echo(f"irnorm compare {model} against {report.describe_against()}")
@@ -224,38 +241,63 @@ def _colour_table(text: str) -> str:
               help="Run for this many seconds instead of a count.")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Warm-up runs (untimed).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (default: all).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs in flight at once, each from its own thread (a Model is thread-safe).")
+@click.option("--profile", is_flag=True, help="Per-layer times, averaged over the timed runs.")
+@fuse_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the result line.")
 def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tuple[str, ...], seed: int,
-              shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, runs: int | None,
-              seconds: float | None, warmup: int, threads: int | None, as_json: bool, quiet: bool) -> None:
-    """Benchmark MODEL: warm-up, then timed runs; latency min/median/p90/p99 and throughput."""
+              shape_items: tuple[str, ...], range_items: tuple[str, ...], cast: bool, save_inputs: str | None,
+              runs: int | None,
+              seconds: float | None, warmup: int, threads: int | None, concurrency: int, profile: bool,
+              no_fuse: bool, as_json: bool, quiet: bool) -> None:
+    """Benchmark MODEL: load and first-run times, warm-up, then timed runs; latency min/median/p90/p99
+    and throughput (with --concurrency N, from N threads); --profile adds per-layer times.
+
+    \b
+    Example:  irnorm bench model.xml --shape x=1,3,224,224 -t 10 --profile"""
+    import time
+
     from .bench import bench
+    from .machine import environment
 
     if runs is not None and seconds is not None:
         raise click.UsageError("give either -n/--runs or -t/--time, not both")
-    m, feeds = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json)
+    t0 = time.perf_counter()
+    m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
+                                fuse=not no_fuse, need_shapes=True, save_inputs=save_inputs)
+    load_s = time.perf_counter() - t0
     show = not quiet and not as_json and _stderr_tty()
     progress = _Progress(runs, seconds) if show else None
     try:
-        res = bench(m, feeds, runs, seconds, warmup=warmup, threads=threads, cast=cast, progress=progress)
+        res = bench(m, feeds, runs, seconds, warmup=warmup, threads=threads, cast=cast, progress=progress,
+                    profile=profile, concurrency=concurrency)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--threads") from None
     finally:
         if progress is not None:
             progress.done()
     if as_json:
-        click.echo(json.dumps({"model": model, "inputs": {k: list(v.shape) for k, v in feeds.items()},
-                               **res.to_dict()}, indent=2))
+        click.echo(dumps({"ok": True, "model": model, "inputs": {k: list(v.shape) for k, v in feeds.items()},
+                          "load_seconds": load_s, **res.to_dict(), "environment": environment()}))
         return
     line = (f"latency ms: min {res.min_ms:.3f}  median {res.median_ms:.3f}  p90 {res.p90_ms:.3f}  "
             f"p99 {res.p99_ms:.3f}  max {res.max_ms:.3f}   throughput {res.throughput:.1f} runs/s")
     if quiet:
         click.echo(line)
         return
+    env = environment()
     click.echo(f"irnorm bench {model}: {res.runs} runs in {res.total_seconds:.3f} s after {res.warmup_runs} warm-up "
-               f"run(s), {res.threads} thread(s)")
+               f"run(s), {res.threads} Numba thread(s) ({env['threading_layer']} layer)"
+               + (f", {res.concurrency} in flight" if res.concurrency > 1 else ""))
+    click.echo(f"load {load_s * 1e3:.1f} ms, first run {res.first_run_ms:.1f} ms (kernel compilation or cache loading)")
     click.echo(line)
+    if res.profile is not None:
+        from .trace import profile_rows_table
+
+        click.echo(f"per-layer times, mean of {res.runs} timed run(s):")
+        click.echo(profile_rows_table(res.profile))
 
 
 def _stderr_tty() -> bool:
@@ -265,24 +307,45 @@ def _stderr_tty() -> bool:
         return False
 
 
+class _DumpProgress:
+    """A DumpWriter (the layer hook) that shows a click progress bar of the layers written."""
+
+    def __init__(self, writer: Any, layers: int):
+        self.writer = writer
+        self.bar = click.progressbar(length=max(layers, 1), label="dumping layers", file=sys.stderr, show_eta=False)
+        self.bar.__enter__()
+
+    def __call__(self, node: Any, outs: Any, seconds: float) -> None:
+        self.writer(node, outs, seconds)
+        self.bar.update(1)
+
+    def __getattr__(self, name: str) -> Any:  # commit, abort, entries: the writer's
+        return getattr(self.writer, name)
+
+    def commit(self) -> None:
+        self.bar.__exit__(None, None, None)
+        self.writer.commit()
+
+
 class _Progress:
-    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
+    """bench's progress on stderr with click.progressbar (only used when stderr is a terminal): runs
+    done out of -n, or seconds elapsed out of -t."""
 
     def __init__(self, runs: int | None, seconds: float | None):
-        self.runs, self.seconds, self.last = runs, seconds, -1.0
+        self.runs, self.seconds, self.shown = runs, seconds, 0
+        length = runs if runs is not None else max(int((seconds or 1.0) * 10), 1)
+        self.bar = click.progressbar(length=length, label="timing", file=sys.stderr,
+                                     show_pos=runs is not None, show_eta=False)
+        self.bar.__enter__()
 
     def __call__(self, done: int, runs: int | None, elapsed: float) -> None:
-        if elapsed - self.last < 0.1 and not (runs and done == runs):
-            return
-        self.last = elapsed
-        frac = done / runs if runs else min(elapsed / (self.seconds or 1.0), 1.0)
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r[{bar:<30}] {done} runs {elapsed:.1f} s")
-        sys.stderr.flush()
+        now = done if runs is not None else min(int(elapsed * 10), self.bar.length)
+        if now > self.shown:
+            self.bar.update(now - self.shown)
+            self.shown = now
 
     def done(self) -> None:
-        sys.stderr.write("\r" + " " * 60 + "\r")
-        sys.stderr.flush()
+        self.bar.__exit__(None, None, None)
 
 
 # ---- irnorm graph -----------------------------------------------------------------------
@@ -296,15 +359,20 @@ class _Progress:
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet: bool) -> None:
-    """Draw MODEL's graph: layers with type and key attributes, edges with shapes and dtypes."""
-    from ..api import load
+    """Draw MODEL's graph: layers with type and key attributes, edges with shapes and dtypes.
+
+    A broken model is drawn too, its bad layers in red (exit 1 then: irnorm validate lists the errors).
+
+    \b
+    Example:  irnorm graph model.xml -o graph.html"""
+    from ..api import read_graph
     from .dot import FORMATS, GraphvizMissing, graphviz_available, write_graph
 
     ext = os.path.splitext(output)[1].lower()
     if ext not in FORMATS:
         raise click.BadParameter(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html",
                                  param_hint="-o/--output")
-    m = load(model, weights)
+    m = read_graph(model, weights)
     try:
         fmt = write_graph(m, output)
     except GraphvizMissing as e:
@@ -315,13 +383,16 @@ def graph_cmd(model: str, output: str, weights: str | None, as_json: bool, quiet
         sys.exit(EXIT_FAIL)
     rendered = fmt in ("svg", "png") or (fmt == "html" and graphviz_available())
     if as_json:
-        click.echo(json.dumps({"file": output, "format": fmt, "layers": len(m.graph.nodes),
-                               "rendered_by_graphviz": rendered}, indent=2))
+        click.echo(dumps({"ok": m.ok, "file": output, "format": fmt, "layers": len(m.nodes),
+                          "errors": sum(d.severity == "error" for d in m.diagnostics),
+                          "rendered_by_graphviz": rendered}))
     elif not quiet:
-        click.echo(f"wrote {output} ({fmt}, {len(m.graph.nodes)} layers)")
-        if fmt == "html" and not rendered:
-            click.echo("note: Graphviz is not installed, so the page shows the DOT text "
-                       "(apt-get install graphviz to embed the picture)", err=True)
+        click.echo(f"wrote {output} ({fmt}, {len(m.nodes)} layers)")
+    if not m.ok:
+        if not quiet:
+            errors = [d for d in m.diagnostics if d.severity == "error"]
+            click.echo(f"{model}: {len(errors)} error(s), drawn in red; irnorm validate lists them", err=True)
+        sys.exit(EXIT_FAIL)
 
 
 COMMANDS = (compare_cmd, bench_cmd, graph_cmd)

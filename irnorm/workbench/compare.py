@@ -13,7 +13,6 @@ so its intermediate values are those of the unfused layers.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .inputs import random_inputs
+from .jsonout import element_type
 from .refeval import ReferenceRunner
 from .stats import ErrorStats, default_tolerance, error_stats
 
@@ -107,8 +108,11 @@ class CompareReport:
             "layers": [r.to_dict() for r in self.layers], "notes": self.notes,
         }
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+    def to_json(self) -> str:
+        """to_dict() under the --json contract (irnorm/workbench/jsonout.py)."""
+        from .jsonout import dumps
+
+        return dumps(self.to_dict())
 
     def describe_against(self) -> str:
         if self.against == "openvino":
@@ -186,15 +190,15 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     `inputs` defaults to seeded random inputs (`seed`, `shapes` for dynamic dims, `value_ranges`).
     `rtol`/`atol` default per dtype (irnorm.workbench.stats.DEFAULT_TOLERANCES; against OpenVINO the
     looser of the tensor's dtype and the inference precision); `layer_rtol`/`layer_atol` override them
-    for single layers, keyed by layer name or id or by the name of a model output (ValueError for a
-    key that names none of these).  Raises OpenVINOUnavailable when
+    for single layers, keyed by layer name or id or by the name of a model output (ArgumentError, a
+    ValueError, for a key that names none of these).  Raises OpenVINOUnavailable when
     against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it."""
     from ..api import load
 
     if against not in AGAINST:
-        raise ValueError(f"against must be one of {', '.join(AGAINST)}, got {against!r}")
+        raise ArgumentError(f"against must be one of {', '.join(AGAINST)}, got {against!r}")
     if openvino_precision not in OPENVINO_PRECISIONS:
-        raise ValueError(f"openvino_precision must be one of {', '.join(OPENVINO_PRECISIONS)}, "
+        raise ArgumentError(f"openvino_precision must be one of {', '.join(OPENVINO_PRECISIONS)}, "
                          f"got {openvino_precision!r}")
     m = load(model, weights) if isinstance(model, (str, os.PathLike)) else model
     given = inputs is not None
@@ -202,7 +206,7 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     # check (and with cast=True convert) the inputs once, so both sides get the very same arrays
     feeds = m.bind_inputs(feeds, cast)
     notes: list[str] = []
-    input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
+    input_info = [{"name": k, "shape": list(np.shape(v)), "dtype": element_type(np.asarray(v).dtype),
                    "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]
     outputs_of = _output_names(m)
     rec = _Recorder(outputs_of, _per_layer(m, layer_rtol, outputs_of, "layer_rtol"),
@@ -229,7 +233,7 @@ class _Recorder:
             note: str = "") -> None:
         lay = node.layer
         self.rows.append(LayerComparison(node.index, lay.id, lay.name, lay.type, lay.version, lay.line, k,
-                                         list(arr.shape), _etype(arr.dtype), status, stats, note,
+                                         list(arr.shape), element_type(arr.dtype), status, stats, note,
                                          self.outputs_of.get((node.index, k))))
 
     def check(self, node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None,
@@ -270,13 +274,13 @@ def _openvino_hook(ov_vals: dict[tuple[str, int], Any], rec: _Recorder, precisio
             elif exp is None:
                 rec.row(node, k, o, "skipped", note="OpenVINO has no output for this layer")
             else:
-                note = "" if exp.dtype == o.dtype else f"OpenVINO gives {_etype(exp.dtype)}"
+                note = "" if exp.dtype == o.dtype else f"OpenVINO gives {element_type(exp.dtype)}"
                 rec.check(node, k, o, exp, precision, note)
 
     return hook
 
 
-class ToleranceError(ValueError):
+class ToleranceError(ArgumentError):
     """A layer_rtol/layer_atol entry whose key names no layer, layer id or model output, or whose value
     is not a non-negative number."""
 
@@ -307,15 +311,6 @@ def _per_layer(m: Any, tols: Mapping[str, float] | None, outputs_of: Mapping[tup
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             raise ToleranceError(f"no layer or output named {key!r} in {os.path.basename(m.path)}{hint}")
     return out
-
-
-def _etype(dtype: np.dtype) -> str:
-    from ..ir.dtypes import type_name
-
-    try:
-        return type_name(dtype)
-    except KeyError:
-        return np.dtype(dtype).name
 
 
 def _import_openvino() -> Any:

@@ -11,12 +11,15 @@ import html
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..fileio import atomic_write
 from ..ir.tensor import fmt_shape
+from .svg import to_svg
 
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".html": "html", ".htm": "html"}
 GRAPHVIZ_HINT = ("Graphviz's `dot` program is not on PATH; install Graphviz (Debian/Ubuntu: "
@@ -88,21 +91,61 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def to_dot(model: Any, name: str | None = None) -> str:
-    """DOT text for `model` (a Model or a Graph)."""
+def _bad_layers(g: Any) -> dict[int, str]:
+    """Node index -> the first error reported at that layer (layers are matched by id)."""
+    by_id = {n.layer.id: n.index for n in g.nodes}
+    out: dict[int, str] = {}
+    for d in g.diagnostics:
+        if d.severity == "error" and d.layer_id in by_id:
+            out.setdefault(by_id[d.layer_id], f"{d.code} {d.message}")
+    return out
+
+
+@dataclass
+class Styles:
+    labels: dict[int, str]
+    fills: dict[int, str]
+    strokes: dict[int, str]  # only the marked layers
+    tips: dict[int, str]
+
+
+def styles(g: Any, marks: dict[int, str] | None = None) -> Styles:
+    """How each layer is drawn.  Layers with an error (a broken model is drawn too) and the layers in
+    `marks` (node index -> note, e.g. compare's divergences) are red, with the note."""
+    bad = _bad_layers(g)
+    bad.update(marks or {})
+    st = Styles({}, {}, {}, {})
+    for n in g.nodes:
+        t = n.layer.type
+        label, tip = _label(n), f"layer id {n.layer.id}, line {n.layer.line}"
+        fill = _FILL.get(t, "#ffe3bf" if t.lower() in _NORM else "#ffffff")
+        if n.index in bad:
+            fill = "#ffd6d6"
+            st.strokes[n.index] = "#c00000"
+            label += "\n" + _clip(bad[n.index], 60)
+            tip += ": " + bad[n.index]
+        st.labels[n.index], st.fills[n.index], st.tips[n.index] = label, fill, tip
+    return st
+
+
+def to_dot(model: Any, name: str | None = None, marks: dict[int, str] | None = None) -> str:
+    """DOT text for `model` (a Model or a Graph); `marks` (node index -> note) are drawn in red."""
     g = getattr(model, "graph", model)
     title = name or g.doc.name or os.path.basename(g.path)
     out = [f'digraph "{_q(title)}" {{',
            '  graph [rankdir=TB, fontname="Helvetica", labelloc=t, label="' + _q(title) + '"];',
            '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=10];',
            '  edge [fontname="Helvetica", fontsize=8, color="#555555"];']
+    st = styles(g, marks)
     for n in g.nodes:
         t = n.layer.type
-        fill = _FILL.get(t, "#ffe3bf" if t.lower() in _NORM else "#ffffff")
         shape = {"Parameter": "ellipse", "Result": "ellipse", "Const": "note"}.get(t, "box")
         extra = ", fontsize=8" if t == "Const" else ""
-        out.append(f'  n{n.index} [label="{_q(_label(n))}", shape={shape}, fillcolor="{fill}"{extra}, '
-                   f'tooltip="{_q(f"layer id {n.layer.id}, line {n.layer.line}")}"];')
+        if n.index in st.strokes:
+            c = st.strokes[n.index]
+            extra += f', color="{c}", penwidth=2, fontcolor="{c}"'
+        out.append(f'  n{n.index} [label="{_q(st.labels[n.index])}", shape={shape}, '
+                   f'fillcolor="{st.fills[n.index]}"{extra}, tooltip="{_q(st.tips[n.index])}"];')
     for n in g.nodes:
         for i, src in enumerate(n.sources):
             if src is None:
@@ -137,8 +180,8 @@ def render(dot_text: str, fmt: str, timeout: float = 120.0) -> bytes:
 
 
 def to_html(dot_text: str, svg: bytes | None, title: str) -> str:
-    """A self-contained page: the SVG inline when Graphviz rendered it, else the DOT text and how
-    to render it."""
+    """A self-contained page: the SVG inline (Graphviz's, or irnorm's own layout when Graphviz is not
+    installed) and the DOT text below it."""
     head = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif;margin:1em}svg{max-width:100%;height:auto}"
             "pre{background:#f6f6f6;padding:1em;overflow:auto}</style></head><body>\n"
@@ -148,30 +191,35 @@ def to_html(dot_text: str, svg: bytes | None, title: str) -> str:
         start = text.find("<svg")  # drop the XML declaration and DOCTYPE: the SVG is inline
         body = text[start:] if start >= 0 else text
     else:
-        body = (f"<p>{html.escape(GRAPHVIZ_HINT)}. Then render this DOT text with "
-                "<code>dot -Tsvg graph.dot -o graph.svg</code>, or paste it into any Graphviz viewer.</p>\n"
-                f"<pre>{html.escape(dot_text)}</pre>")
+        body = ""
+    body += f"\n<details><summary>DOT text</summary><pre>{html.escape(dot_text)}</pre></details>"
     return head + body + "\n</body></html>\n"
 
 
-def write_graph(model: Any, path: str, fmt: str | None = None) -> str:
-    """Write the picture of `model` to `path` (format from the extension unless `fmt`), atomically.
-    Returns the format written.  Raises GraphvizMissing for svg/png without Graphviz."""
+def write_graph(model: Any, path: str, fmt: str | None = None, marks: dict[int, str] | None = None) -> str:
+    """Write the picture of `model` to `path` (format from the extension unless `fmt`), atomically;
+    `marks` (node index -> note) are drawn in red.  Returns the format written.  Raises
+    GraphvizMissing for svg/png without Graphviz; .html always works (irnorm's own layout then)."""
     if fmt is None:
         ext = os.path.splitext(path)[1].lower()
         if ext not in FORMATS:
-            raise ValueError(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html")
+            raise ArgumentError(f"unknown picture format {ext or '(none)'!r}; use .dot, .svg, .png or .html")
         fmt = FORMATS[ext]
     g = getattr(model, "graph", model)
-    text = to_dot(g)
+    text = to_dot(g, marks=marks)
     title = g.doc.name or os.path.basename(g.path)
     if fmt == "dot":
         data = text.encode()
     elif fmt in ("svg", "png"):
         data = render(text, fmt)
     elif fmt == "html":
-        data = to_html(text, render(text, "svg") if graphviz_available() else None, title).encode()
+        if graphviz_available():
+            svg = render(text, "svg")
+        else:
+            st = styles(g, marks)
+            svg = to_svg(g, st.labels, st.fills, st.strokes, st.tips).encode()
+        data = to_html(text, svg, title).encode()
     else:
-        raise ValueError(f"unknown picture format {fmt!r}")
+        raise ArgumentError(f"unknown picture format {fmt!r}")
     atomic_write(path, lambda f: f.write(data))
     return fmt

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Diagnostic, InputError, IrnormError, ResourceLimitError
+from ..errors import ArgumentError, Diagnostic, InputError, IrnormError, ResourceLimitError
 
 
 def random_array(rng: np.random.Generator, shape: Sequence[int], dtype: Any,
@@ -53,7 +53,7 @@ def random_inputs(model: Any, seed: int = 0, shapes: Mapping[str, Sequence[int]]
     known = {n for spec in model.inputs for n in spec.names}
     for key in list(shapes) + list(value_ranges):
         if key not in known:
-            raise ValueError(f"no model input named {key!r}; the inputs are "
+            raise ArgumentError(f"no model input named {key!r}; the inputs are "
                              f"{', '.join(repr(s.name) for s in model.inputs)}")
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
@@ -152,4 +152,5 @@ def gather_inputs(model: Any, inputs_npz: str | None, items: Sequence[tuple[str,
     for spec in model.inputs:
         rng_note = next((f" in [{vr[n][0]:g}, {vr[n][1]:g}]" for n in spec.names if n in vr), "")
         notes.append(f"{spec.name}{list(drawn[spec.name].shape)}{rng_note}")
-    return drawn, f"no inputs given; using random inputs (seed {seed}): {', '.join(notes)}"
+    dyn = " (dynamic dims without --shape are 1)" if any(s.is_dynamic for s in model.inputs) else ""
+    return drawn, f"no inputs given; using random inputs (seed {seed}): {', '.join(notes)}{dyn}"

@@ -12,8 +12,9 @@ from ..ir.tensor import fmt_shape
 from ..ops.base import known_versions
 
 
-def describe(graph: Graph) -> dict[str, Any]:
-    """A summary of a checked graph; works whether or not the graph has errors."""
+def describe(graph: Graph, layers: bool = False) -> dict[str, Any]:
+    """A summary of a checked graph; works whether or not the graph has errors.  `layers` adds a
+    per-layer listing (``layer_list``)."""
     nodes = graph.nodes
     counts = Counter(n.label for n in nodes)
     unsupported = Counter((n.layer.type, n.layer.version) for n in nodes
@@ -21,7 +22,7 @@ def describe(graph: Graph) -> dict[str, Any]:
     errors = [d for d in graph.diagnostics if d.severity == "error"]
     notes = sorted({d.message.split(":")[0] for d in graph.diagnostics if d.severity == "warning"})
     inputs, outputs = _io(graph)
-    dynamic = [f"{s['name']}{fmt_shape(s['shape'])}" for s in inputs if s["shape"] is None or -1 in s["shape"]]
+    dynamic = [f"{s['name']}{s['dims']}" for s in inputs if s["shape"] is None or -1 in s["shape"]]
     if dynamic:
         notes.append(f"dynamic dims: {', '.join(dynamic)} (random inputs use 1 unless --shape NAME=... is given)")
     return {
@@ -31,7 +32,35 @@ def describe(graph: Graph) -> dict[str, Any]:
                         for (t, v), c in sorted(unsupported.items())],
         "opsets": sorted({n.layer.version for n in nodes if n.layer.version}),
         "weights_bytes": graph.weights.bytes_read if graph.weights is not None else 0, "notes": notes,
+        **({"layer_list": [_layer(graph, n) for n in _doc_order(graph)]} if layers else {}),
     }
+
+
+def _doc_order(graph: Graph) -> list[Node]:
+    position = {id(lay): i for i, lay in enumerate(graph.doc.layers)}
+    return sorted(graph.nodes, key=lambda n: position[id(n.layer)])
+
+
+def _tensor(info: Any, port: Any) -> dict[str, Any]:
+    """What is known of one tensor: as checked when available, else as the port declares it."""
+    if info is not None:
+        return {"shape": None if info.shape is None else list(info.shape), "dtype": info.dtype}
+    return {"shape": list(port.dims), "dtype": port.precision or "?", "declared": True}
+
+
+def _layer(graph: Graph, n: Node) -> dict[str, Any]:
+    lay = n.layer
+    ins = []
+    for i, port in enumerate(lay.inputs):
+        src = n.sources[i] if i < len(n.sources) else None
+        info = None
+        if src is not None and src[1] < len(graph.nodes[src[0]].outputs):
+            info = graph.nodes[src[0]].outputs[src[1]]
+        ins.append(_tensor(info, port))
+    outs = [_tensor(n.outputs[k] if k < len(n.outputs) else None, port) for k, port in enumerate(lay.outputs)]
+    attrs = {k: v for k, v in n.attrs.items()} if n.op is not None else dict(lay.data)
+    return {"id": lay.id, "name": lay.name, "type": lay.type, "version": lay.version, "line": lay.line,
+            "supported": n.op is not None, "ok": n.ok, "attributes": attrs, "inputs": ins, "outputs": outs}
 
 
 def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -41,10 +70,7 @@ def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         from ..runtime.bind import io_specs
 
         ins, outs, _ = io_specs(graph)
-        return ([{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
-                 for s in ins],
-                [{"name": s.name, "names": list(s.names), "shape": list(s.shape), "dtype": s.element_type}
-                 for s in outs])
+        return [_spec(s) for s in ins], [_spec(s) for s in outs]
     by_type = {"parameter": [], "result": []}
     for n in graph.nodes:
         t = n.layer.type.lower()
@@ -58,8 +84,17 @@ def _io(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return ins, outs
 
 
+def _spec(s: Any) -> dict[str, Any]:
+    """A TensorSpec as data: `shape` uses -1 for a dynamic dim; `dims` is the shape as OpenVINO writes
+    it, bounds included ("[1..4,16,?]"); `bounds` lists each dim's [lower, upper] (upper null when
+    unbounded), or is null when no dynamic dim is bounded."""
+    return {"name": s.name, "names": list(s.names), "shape": list(s.shape), "dims": s.dims, "dtype": s.element_type,
+            "bounds": None if s.bounds is None else [list(b) for b in s.bounds]}
+
+
 def _declared(node: Node, port: Any) -> dict[str, Any]:
     names = list(port.names) if port is not None else []
     dtype = port.precision if port is not None and port.precision in ELEMENT_TYPES else "?"
+    shape = list(port.dims) if port is not None else None
     return {"name": min(names) if names else node.layer.name, "names": names or [node.layer.name],
-            "shape": list(port.dims) if port is not None else None, "dtype": dtype}
+            "shape": shape, "dims": fmt_shape(shape), "dtype": dtype, "bounds": None}

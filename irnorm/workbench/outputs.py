@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 import click
@@ -15,36 +16,55 @@ from ..fileio import atomic_write
 EXIT_INTERRUPT = 130
 
 
-def stats(arr: np.ndarray) -> str:
-    """min, max, mean and std of the finite values, and how many are not finite."""
-    if arr.size == 0:
-        return "empty"
+def stats(arr: np.ndarray) -> dict[str, float | int | None]:
+    """min, max, mean and std of the finite values (None when there are none), how many values
+    there are and how many are not finite."""
     a = arr.astype(np.float64)
     finite = np.isfinite(a)
+    f = a[finite]
+    out: dict[str, float | int | None] = {"size": int(a.size), "nonfinite": int(a.size - f.size)}
+    for key, fn in (("min", np.min), ("max", np.max), ("mean", np.mean), ("std", np.std)):
+        out[key] = float(fn(f)) if f.size else None
+    return out
+
+
+def stats_text(arr: np.ndarray) -> str:
+    """stats() as one line for people."""
+    s = stats(arr)
+    if s["size"] == 0:
+        return "empty"
     parts = []
-    if finite.any():
-        f = a[finite]
-        parts.append(f"min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g}")
-    bad = a.size - int(finite.sum())
-    if bad:
-        parts.append(f"non-finite {bad}")
+    if s["min"] is not None:
+        parts.append(f"min {s['min']:.6g}  max {s['max']:.6g}  mean {s['mean']:.6g}  std {s['std']:.6g}")
+    if s["nonfinite"]:
+        parts.append(f"non-finite {s['nonfinite']}")
     return "  ".join(parts)
 
 
-def check_output_path(path: str) -> None:
-    """Refuse an --output whose directory is missing or read-only before any work is done."""
+def check_output_path(path: str, option: str = "-o/--output") -> None:
+    """Refuse an .npz output whose name or directory will not do before any work is done: the file is
+    one .npz archive (np.savez would write a zip under any name, e.g. a '.npy' that is no .npy)."""
+    if not path.lower().endswith(".npz"):
+        raise click.BadParameter(f"{path!r}: the file is an .npz archive of named arrays; give a name ending "
+                                 "in .npz", param_hint=option)
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
-        raise click.BadParameter(f"directory {d} does not exist", param_hint="-o/--output")
+        raise click.BadParameter(f"directory {d} does not exist", param_hint=option)
     if not os.access(d, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"directory {d} is not writable", param_hint="-o/--output")
+        raise click.BadParameter(f"directory {d} is not writable", param_hint=option)
 
 
-def interruptible(fn: Any, *args: Any, **kwargs: Any) -> Any:
+SLOW_START_NOTE = "irnorm: compiling kernels (first run only; they are cached for the next ones)..."
+
+
+def interruptible(fn: Any, *args: Any, slow_note: bool = False, **kwargs: Any) -> Any:
     """Run `fn` in a worker thread so that Ctrl-C ends the process promptly even while a long
     kernel runs (the kernels release the GIL).  On Ctrl-C: wait for any dump being swapped into
     place, remove uncommitted temporary dump directories, exit 130.  Nothing half-written is left
-    where a good file stood: outputs are written after the run, to a temporary name."""
+    where a good file stood: outputs are written after the run, to a temporary name.
+
+    With `slow_note`, a run still going after a second says on stderr, once and only on a terminal,
+    that kernels are compiling (a cold start sits silent for several seconds otherwise)."""
     import shutil
     import threading
 
@@ -58,9 +78,14 @@ def interruptible(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
     t = threading.Thread(target=work, name="irnorm-run", daemon=True)
     t.start()
+    t0 = time.monotonic()
     try:
         while t.is_alive():
             t.join(0.05)
+            if slow_note and time.monotonic() - t0 > 1.0:
+                slow_note = False
+                if _stderr_is_terminal():
+                    click.echo(SLOW_START_NOTE, err=True)
     except KeyboardInterrupt:
         from . import trace
 
@@ -73,6 +98,13 @@ def interruptible(fn: Any, *args: Any, **kwargs: Any) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def save_npz(path: str, arrays: dict[str, Any]) -> None:

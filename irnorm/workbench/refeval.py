@@ -205,22 +205,80 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf_vec(x) if x.size else np.asarray(x, np.float64)
 
 
-def _reduce(fn: Callable[..., np.ndarray]) -> RefFn:
+def _pool_attrs(c: RefCall) -> tuple[dict, list[int], list[int], list[int], list[int]]:
+    from ..ops.pooling import pool_geometry
+
+    a = dict(c.attrs)
+    n = len(a["kernel"])
+    a["auto_pad"] = "explicit" if a["auto_pad"] == "notset" else a["auto_pad"]
+    for what in ("pads_begin", "pads_end"):
+        a[what] = a[what] or [0] * n
+    dil = list(a.get("dilations") or [1] * n)
+    out, pb, pe = pool_geometry(c.ins[0].shape[2:], a, dil)
+    return a, dil, out, pb, pe
+
+
+def _max_pool(c: RefCall) -> list[np.ndarray]:
+    a, dil, out, pb, _ = _pool_attrs(c)
+    y, idx = R.max_pool(c.ins[0], a["kernel"], a["strides"], dil, pb, out)
+    if len(c.out_types) < 2:
+        return [y]
+    x = c.ins[0]
+    axis = int(a["axis"]) % x.ndim
+    plane = int(np.prod(x.shape[2:], dtype=np.int64))
+    if axis < 2:
+        base = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2]) if axis == 0 else \
+            np.broadcast_to(np.arange(x.shape[1]), x.shape[:2])
+        idx = idx + (base * plane).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
+    return [y, idx]
+
+
+def _avg_pool(c: RefCall) -> list[np.ndarray]:
+    a, dil, out, pb, pe = _pool_attrs(c)
+    return [R.avg_pool(c.ins[0], a["kernel"], a["strides"], pb, pe, bool(a["exclude-pad"]), out, dil)]
+
+
+def _interpolate(c: RefCall) -> list[np.ndarray]:
+    from ..ops.base import lookup
+
+    a = dict(c.attrs)
+    op = lookup(c.layer.type, c.layer.version)()
+    x = np.asarray(c.ins[0])
+    r = x.ndim
+    pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
+    xp = np.pad(x, list(zip(pb, pe, strict=True)))
+    axes, sizes, scales = op._plan(x.shape, a, [None, *c.ins[1:]])
+    return [R.interpolate(xp, axes, sizes, scales, a["mode"], a["coordinate_transformation_mode"],
+                          a["nearest_mode"])]
+
+
+def _apply1(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
+    return lambda c: [fn(c.ins[0])]
+
+
+def _apply2(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RefFn:
+    return lambda c: [fn(c.ins[0], c.ins[1])]
+
+
+def _math(name: str) -> RefFn:
+    return lambda c: [R.math_unary(name, c.ins[0])]
+
+
+def _conv_attrs(c: RefCall) -> tuple:
+    return c.a("strides"), c.a("pads_begin"), c.a("pads_end"), c.a("dilations"), c.a("auto_pad")
+
+
+def _reduce_ref(kind: str) -> RefFn:
+    """A reduction through irnorm/reference.py's reduce (integers: in their type; Mean truncates)."""
     def run(c: RefCall) -> list[np.ndarray]:
         x = c.ins[0]
-        axes = tuple(_axes(c.ins[1], x.ndim)) if len(c.ins) > 1 else tuple(range(x.ndim))
-        keep = bool(c.a("keep_dims"))
-        if not axes:
-            return [x.copy()]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return [fn(x, axis=axes, keepdims=keep)]
+            y = R.reduce(kind, x, _ints(c.ins[1]), bool(c.a("keep_dims")))
+        if x.dtype.kind in "iu":
+            y = np.trunc(y).astype(x.dtype) if kind == "mean" else y.astype(x.dtype)
+        return [y]
 
     return run
-
-
-def _reduce_l2(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    xf = np.asarray(x, np.float64)
-    return np.sqrt(np.sum(xf * xf, axis=axis, keepdims=keepdims))
 
 
 def _reshape(c: RefCall) -> list[np.ndarray]:
@@ -293,6 +351,62 @@ def _transpose(c: RefCall) -> list[np.ndarray]:
     return [np.transpose(c.ins[0], perm or None)]
 
 
+def _reverse(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    if _s(c.a("mode")) == "mask":
+        axes = [int(a) for a in np.flatnonzero(np.asarray(c.ins[1]).reshape(-1))]
+    else:
+        axes = [a % x.ndim for a in _ints(c.ins[1])]
+    return [np.flip(x, axes).copy()]
+
+
+def _cumsum(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    ax = int(_ints(c.ins[1])[0]) % max(x.ndim, 1) if len(c.ins) > 1 else 0
+    if x.ndim == 0:
+        return [np.zeros_like(x) if c.a("exclusive") else x.copy()]
+    v = np.flip(x, ax) if c.a("reverse") else x
+    s = np.cumsum(v, axis=ax, dtype=v.dtype)
+    if c.a("exclusive"):
+        s = s - v
+    return [np.flip(s, ax).copy() if c.a("reverse") else s]
+
+
+def _topk(c: RefCall) -> list[np.ndarray]:
+    x, k = c.ins[0], int(_ints(c.ins[1])[0])
+    ax = int(c.a("axis")) % x.ndim
+    key = x.astype(np.float64)
+    order = np.argsort(-key if _s(c.a("mode")) == "max" else key, axis=ax, kind="stable")
+    idx = np.take(order, range(min(k, x.shape[ax])), axis=ax)
+    if _s(c.a("sort")) == "index":
+        idx = np.sort(idx, axis=ax)
+    it = ELEMENT_TYPES.get(c.out_types[1] if len(c.out_types) > 1 else "i32", np.dtype(np.int32))
+    return [np.take_along_axis(x, idx, axis=ax), idx.astype(it)]
+
+
+def _strided_slice(c: RefCall) -> list[np.ndarray]:
+    begin, end = _ints(c.ins[1]), _ints(c.ins[2])
+    strides = _ints(c.ins[3]) if len(c.ins) > 3 else [1] * len(begin)
+
+    def mask(name: str) -> list[int]:
+        v = list(c.a(name) or [])
+        return v + [0] * (len(begin) - len(v))
+
+    bm, em, nm, sm, el = (mask(m) for m in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask",
+                                              "ellipsis_mask"))
+    idx: list = []
+    for i in range(len(begin)):
+        if el[i]:
+            idx.append(Ellipsis)
+        elif nm[i]:
+            idx.append(None)
+        elif sm[i]:
+            idx.append(0 if bm[i] else begin[i])  # OpenVINO: a masked begin on a shrunk axis is index 0
+        else:
+            idx.append(slice(None if bm[i] else begin[i], None if em[i] else end[i], strides[i]))
+    return [np.array(c.ins[0][tuple(idx)], copy=True)]
+
+
 def _structural(c: RefCall) -> list[np.ndarray]:  # Parameter / Const / Result never reach here
     raise AssertionError("structural op")
 
@@ -330,12 +444,69 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Erf": _unary(lambda x: _erf(x)),
     "Sigmoid": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
     "Tanh": _unary(np.tanh),
-    "ReduceMean": _reduce(np.mean),
-    "ReduceSum": _reduce(np.sum),
-    "ReduceMax": _reduce(np.max),
-    "ReduceMin": _reduce(np.min),
-    "ReduceProd": _reduce(np.prod),
-    "ReduceL2": _reduce(_reduce_l2),
+    "MatMul": lambda c: [R.matmul(c.ins[0], c.ins[1], bool(c.a("transpose_a")), bool(c.a("transpose_b")))],
+    "Convolution": lambda c: [R.convolution(c.ins[0], c.ins[1], *_conv_attrs(c))],
+    "GroupConvolution": lambda c: [R.group_convolution(c.ins[0], c.ins[1], *_conv_attrs(c))],
+    "ConvolutionBackpropData": lambda c: [R.convolution_backprop_data(
+        c.ins[0], c.ins[1], *_conv_attrs(c), c.a("output_padding"), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    **{t: _apply1(fn) for t, fn in (
+        ("Relu", R.relu), ("HSwish", R.hswish), ("HSigmoid", R.hsigmoid), ("Mish", R.mish), ("SoftPlus", R.softplus),
+        ("SoftSign", R.softsign), ("Floor", R.floor), ("Ceiling", R.ceiling), ("Sign", R.sign))},
+    **{t: _math(name) for t, name in (
+        ("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"), ("Asin", "arcsin"), ("Acos", "arccos"), ("Atan", "arctan"),
+        ("Sinh", "sinh"), ("Cosh", "cosh"), ("Asinh", "arcsinh"), ("Acosh", "arccosh"), ("Atanh", "arctanh"))},
+    "Gelu": {2: lambda c: [R.gelu(c.ins[0], "erf")],
+             7: lambda c: [R.gelu(c.ins[0], _s(c.a("approximation_mode")))]},
+    "Swish": lambda c: [R.swish(c.ins[0], float(np.asarray(c.ins[1]).reshape(-1)[0]) if len(c.ins) > 1 else 1.0)],
+    "Elu": lambda c: [R.elu(c.ins[0], float(c.a("alpha")))],
+    "Selu": lambda c: [R.selu(c.ins[0], float(np.asarray(c.ins[1]).reshape(-1)[0]),
+                              float(np.asarray(c.ins[2]).reshape(-1)[0]))],
+    "HardSigmoid": lambda c: [R.hard_sigmoid(c.ins[0], float(np.asarray(c.ins[1]).reshape(-1)[0]),
+                                             float(np.asarray(c.ins[2]).reshape(-1)[0]))],
+    "PRelu": lambda c: [R.prelu(c.ins[0], c.ins[1])],
+    "Round": lambda c: [R.round_(c.ins[0], _s(c.a("mode")))],
+    **{t: _apply2(fn) for t, fn in (
+        ("Equal", np.equal), ("NotEqual", np.not_equal), ("Less", np.less), ("LessEqual", np.less_equal),
+        ("Greater", np.greater), ("GreaterEqual", np.greater_equal), ("LogicalAnd", np.logical_and),
+        ("LogicalOr", np.logical_or), ("LogicalXor", np.logical_xor), ("BitwiseAnd", np.bitwise_and),
+        ("BitwiseOr", np.bitwise_or), ("BitwiseXor", np.bitwise_xor), ("Mod", R.mod), ("FloorMod", R.floor_mod))},
+    "LogicalNot": lambda c: [np.logical_not(c.ins[0])],
+    "BitwiseNot": lambda c: [np.invert(c.ins[0])],
+    "IsNaN": lambda c: [np.isnan(c.ins[0])],
+    "IsFinite": lambda c: [np.isfinite(c.ins[0])],
+    "IsInf": lambda c: [R.is_inf(c.ins[0], bool(c.a("detect_negative")), bool(c.a("detect_positive")))],
+    "Select": lambda c: [R.select(c.ins[0], c.ins[1], c.ins[2])],
+    "SoftMax": lambda c: [R.softmax(c.ins[0], int(c.a("axis")))],
+    "LogSoftmax": lambda c: [R.softmax(c.ins[0], int(c.a("axis")), log=True)],
+    "ScaledDotProductAttention": lambda c: [R.scaled_dot_product_attention(
+        c.ins[0], c.ins[1], c.ins[2], c.ins[3] if len(c.ins) > 3 else None,
+        float(np.asarray(c.ins[4]).reshape(-1)[0]) if len(c.ins) > 4 else None, bool(c.a("causal")))],
+    "MaxPool": _max_pool,
+    "AvgPool": _avg_pool,
+    "Split": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]),
+                               [c.ins[0].shape[int(_ints(c.ins[1])[0])] // c.a("num_splits")] * c.a("num_splits")),
+    "VariadicSplit": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]), _ints(c.ins[2])),
+    "Slice": lambda c: [R.slice_(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]), _ints(c.ins[3]),
+                                 _ints(c.ins[4]) if len(c.ins) > 4 else None)],
+    "Pad": lambda c: [R.pad(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]), c.a("pad_mode"),
+                            np.asarray(c.ins[3]).reshape(-1)[0] if len(c.ins) > 3 else 0)],
+    "Roll": lambda c: [np.roll(c.ins[0], _ints(c.ins[1]) * (len(_ints(c.ins[2])) if len(_ints(c.ins[1])) == 1 else 1),
+                               axis=_ints(c.ins[2]))],
+    "GatherElements": lambda c: [R.gather_elements(c.ins[0], c.ins[1], int(c.a("axis")))],
+    "ScatterNDUpdate": {3: lambda c: [R.scatter_nd_update(*c.ins)],
+                        15: lambda c: [R.scatter_nd_update(*c.ins, c.a("reduction"))]},
+    "Interpolate": _interpolate,
+    "Range": lambda c: [R.range_(*(float(np.asarray(v).reshape(-1)[0]) for v in c.ins))],
+    "Einsum": lambda c: [R.einsum(c.a("equation"), *c.ins)],
+    "ReduceMean": _reduce_ref("mean"),
+    "ReduceSum": _reduce_ref("sum"),
+    "ReduceMax": _reduce_ref("max"),
+    "ReduceMin": _reduce_ref("min"),
+    "ReduceProd": _reduce_ref("prod"),
+    "ReduceL1": _reduce_ref("l1"),
+    "ReduceL2": _reduce_ref("l2"),
+    "ReduceLogicalAnd": _reduce_ref("and"),
+    "ReduceLogicalOr": _reduce_ref("or"),
     "Reshape": _reshape,
     "Squeeze": _squeeze,
     "Unsqueeze": _unsqueeze,
@@ -344,6 +515,11 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Broadcast": _broadcast,
     "Concat": _concat,
     "Transpose": _transpose,
+    "Tile": lambda c: [np.tile(c.ins[0], _ints(c.ins[1]))],
+    "Reverse": _reverse,
+    "CumSum": _cumsum,
+    "TopK": _topk,
+    "StridedSlice": _strided_slice,
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 

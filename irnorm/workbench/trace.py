@@ -123,17 +123,21 @@ def profile_rows(profile: Sequence[Any]) -> list[dict[str, Any]]:
 
 def profile_table(profile: Sequence[Any], wall_seconds: float | None = None) -> str:
     """The profile as a text table, like benchmark_app's per-layer counters."""
-    rows = profile_rows(profile)
+    return profile_rows_table(profile_rows(profile), wall_seconds)
+
+
+def profile_rows_table(rows: Sequence[dict[str, Any]], wall_seconds: float | None = None) -> str:
+    """profile_rows() (or bench's averaged rows) as a text table."""
     head = ("time ms", "share", "id", "type", "name")
-    body = [(f"{r['ms']:.3f}", f"{r['share'] * 100:.1f}%", r["layer_id"], f"{r['type']}-{r['version']}", r["name"])
-            for r in rows]
+    body = [(f"{r['ms']:.3f}", f"{r['share'] * 100:.1f}%", r["layer_id"],
+             f"{r['type']}-{r['version']}" if r["version"] else r["type"], r["name"]) for r in rows]
     widths = [max([len(head[i])] + [len(b[i]) for b in body]) for i in range(4)]
     lines = ["  ".join([head[0].rjust(widths[0]), head[1].rjust(widths[1]), head[2].ljust(widths[2]),
                         head[3].ljust(widths[3]), head[4]])]
     for b in body:
         lines.append("  ".join([b[0].rjust(widths[0]), b[1].rjust(widths[1]), b[2].ljust(widths[2]),
                                 b[3].ljust(widths[3]), b[4]]))
-    total = sum(p.seconds for p in profile) * 1e3
+    total = sum(r["ms"] for r in rows)
     tail = f"total {total:.3f} ms in {len(rows)} layer(s)"
     if wall_seconds is not None:
         tail += f"; whole run {wall_seconds * 1e3:.3f} ms"

@@ -27,6 +27,13 @@ import numpy as np
 # Explicit list (no directory scan): one line per family module.
 FAMILIES = (
     "norms",
+    "reduce",
+    "compute",
+    "activation",
+    "logic",
+    "pooling",
+    "attention",
+    "shape",
 )
 
 

@@ -1,0 +1,373 @@
+"""Numba kernels for the unary activation and float math ops (irnorm.ops.activation).
+
+One pass over the flat data: f32 and f64 compute in their own type (the formulas' constants are passed
+in that type, so float32 arithmetic stays float32); f16 and bf16 are decoded to float32 block by block
+inside the same parallel task (their bits are read as uint16), computed in float32, and rounded back to
+nearest even, so a half-precision activation touches its data once.  Transcendental functions are
+scalar libm calls (this Numba build has no SVML): exp costs about 2 ns per element, tanh, log1p and erf
+10-16 ns, so the tanh Gelu is computed as ``x sigmoid(2u)`` and Mish as ``x e(e+2) / (e(e+2) + 2)``
+with ``e = exp(x)`` (one exp each, same values to an ulp); the erf Gelu, SoftPlus and the trigonometric
+ops pay their libm call.  Piecewise-linear ops (Relu, HSwish, HSigmoid, Round, ...) run at memory speed.  Work is split
+into fixed blocks (results do not depend on the thread count); tensors under ``PARALLEL_MIN``
+elements run on the calling thread.
+
+Ops are chosen by the codes in :data:`CODES` (the kernel's own; the op module refers to them by
+name, so ``irnorm validate`` never imports Numba).  Two float parameters ``p0``/``p1`` carry the
+op's constants (Elu's alpha, Swish's beta, Selu's alpha and lambda, HardSigmoid's alpha and beta,
+SoftPlus's threshold, a scalar PRelu slope).  Each formula is the OpenVINO reference's, with its
+NaN/inf behaviour: ``ReLU(x) = x < 0 ? 0 : x`` keeps NaN, ``HardSigmoid`` clamps NaN to 1 as
+``std::min/std::max`` do, ``HSigmoid``/``HSwish`` keep NaN.
+
+PRelu with a per-channel slope has its own kernel (:func:`prelu_channel`): ``[N, C, inner]`` data,
+one slope value per channel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from . import PARALLEL_MIN
+from .pool import OUTPUTS
+
+_NAMES = (
+    "relu", "gelu_erf", "gelu_tanh", "swish", "hswish", "hsigmoid", "mish", "softplus", "elu", "selu",
+    "hard_sigmoid", "softsign", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "floor", "ceiling", "sign", "round_even", "round_away", "prelu_scalar",
+)
+CODES = {name: i for i, name in enumerate(_NAMES)}
+(RELU, GELU_ERF, GELU_TANH, SWISH, HSWISH, HSIGMOID, MISH, SOFTPLUS, ELU, SELU, HARD_SIGMOID, SOFTSIGN, SIN, COS,
+ TAN, ASIN, ACOS, ATAN, SINH, COSH, ASINH, ACOSH, ATANH, FLOOR, CEILING, SIGN, ROUND_EVEN, ROUND_AWAY,
+ PRELU_SCALAR) = range(len(_NAMES))
+
+BLOCK = 8192  # elements per task
+
+_JIT = dict(nogil=True, cache=True, error_model="numpy")
+
+
+@njit(**_JIT)
+def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a plain loop
+    """o[i] = f(x[i]) for one block; x and o may be the same array.  `k` holds the formulas' constants
+    in the compute type (see constants()), so float32 data is computed in float32 throughout (a Python
+    float literal would promote the arithmetic to float64)."""
+    n = o.shape[0]
+    zero, half, one, two, three, six = k[0], k[1], k[2], k[3], k[4], k[5]
+    sqrt1_2, gelu_k, gelu_c, mish_big = k[6], k[7], k[8], k[9]
+    if code == RELU:
+        for i in range(n):
+            v = x[i]
+            o[i] = zero if v < zero else v
+    elif code == GELU_ERF:
+        for i in range(n):
+            v = x[i]
+            o[i] = half * v * (one + math.erf(v * sqrt1_2))
+    elif code == GELU_TANH:  # 0.5 x (1 + tanh(u)) = x sigmoid(2u): one exp instead of a tanh
+        two_k = two * gelu_k
+        for i in range(n):
+            v = x[i]
+            o[i] = v / (one + math.exp(-two_k * (v + gelu_c * v * v * v)))
+    elif code == SWISH:
+        for i in range(n):
+            v = x[i]
+            o[i] = v / (one + math.exp(-p0 * v))
+    elif code == HSWISH:
+        for i in range(n):
+            v = x[i]
+            t = v + three
+            t = zero if t < zero else (six if t > six else t)
+            o[i] = v * t / six
+    elif code == HSIGMOID:
+        for i in range(n):
+            t = x[i] + three
+            t = zero if t < zero else (six if t > six else t)
+            o[i] = t / six
+    elif code == MISH:  # tanh(log(1 + e)) = e (e + 2) / (e (e + 2) + 2) with e = exp(x): one exp
+        for i in range(n):
+            v = x[i]
+            if v >= mish_big:  # the ratio is 1 far beyond float64's precision (and exp(x)**2 would overflow f32)
+                o[i] = v
+            else:
+                e = math.exp(v)
+                t = e * (e + two)
+                o[i] = v * (t / (t + two))
+    elif code == SOFTPLUS:
+        for i in range(n):
+            v = x[i]
+            o[i] = math.log1p(math.exp(v)) if v < p0 else v
+    elif code == ELU:
+        for i in range(n):
+            v = x[i]
+            o[i] = v if v > zero else p0 * math.expm1(v)
+    elif code == SELU:
+        for i in range(n):
+            v = x[i]
+            o[i] = p1 * (v if v > zero else p0 * math.expm1(v))
+    elif code == HARD_SIGMOID:
+        for i in range(n):
+            t = p0 * x[i] + p1
+            t = t if t < one else one  # std::min(1, t): NaN -> 1
+            o[i] = t if t > zero else zero
+    elif code == SOFTSIGN:
+        for i in range(n):
+            v = x[i]
+            o[i] = v / (one + abs(v))
+    elif code == SIN:
+        for i in range(n):
+            o[i] = math.sin(x[i])
+    elif code == COS:
+        for i in range(n):
+            o[i] = math.cos(x[i])
+    elif code == TAN:
+        for i in range(n):
+            o[i] = math.tan(x[i])
+    elif code == ASIN:
+        for i in range(n):
+            v = x[i]
+            o[i] = math.asin(v) if -one <= v <= one else math.nan
+    elif code == ACOS:
+        for i in range(n):
+            v = x[i]
+            o[i] = math.acos(v) if -one <= v <= one else math.nan
+    elif code == ATAN:
+        for i in range(n):
+            o[i] = math.atan(x[i])
+    elif code == SINH:
+        for i in range(n):
+            o[i] = math.sinh(x[i])
+    elif code == COSH:
+        for i in range(n):
+            o[i] = math.cosh(x[i])
+    elif code == ASINH:
+        for i in range(n):
+            o[i] = math.asinh(x[i])
+    elif code == ACOSH:
+        for i in range(n):
+            v = x[i]
+            o[i] = math.acosh(v) if v >= one else math.nan
+    elif code == ATANH:
+        for i in range(n):
+            v = x[i]
+            o[i] = math.atanh(v) if -one < v < one else (math.copysign(math.inf, v) if abs(v) == one else math.nan)
+    elif code == FLOOR:
+        for i in range(n):
+            o[i] = np.floor(x[i])
+    elif code == CEILING:
+        for i in range(n):
+            o[i] = np.ceil(x[i])
+    elif code == SIGN:
+        for i in range(n):
+            v = x[i]
+            o[i] = one if v > zero else (-one if v < zero else (zero if v == zero else v))
+    elif code == ROUND_EVEN:
+        for i in range(n):
+            o[i] = np.rint(x[i])
+    elif code == ROUND_AWAY:
+        for i in range(n):
+            v = x[i]
+            t = np.trunc(v)
+            o[i] = t + math.copysign(one, v) if abs(v - t) >= half else t
+    else:  # PRELU_SCALAR
+        for i in range(n):
+            v = x[i]
+            o[i] = v * p0 if v < zero else v
+
+
+def constants(dtype) -> np.ndarray:
+    """The constants _apply reads, in `dtype` (float32 or float64)."""
+    return np.array([0.0, 0.5, 1.0, 2.0, 3.0, 6.0, 1.0 / math.sqrt(2.0), math.sqrt(2.0 / math.pi), 0.044715, 40.0],
+                    dtype)
+
+
+_K32 = constants(np.float32)
+_K64 = constants(np.float64)
+
+
+# ---- float16 / bfloat16 bits <-> float32, per block --------------------------------------------
+
+
+@njit(**_JIT)
+def _decode(kind, src, buf):
+    """uint16 bits (kind 1: float16, 2: bfloat16) -> float32 buf (written through its uint32 view)."""
+    bits = buf.view(np.uint32)
+    n = src.shape[0]
+    if kind == 2:
+        for i in range(n):
+            bits[i] = np.uint32(src[i]) << 16
+        return
+    for i in range(n):
+        h = np.uint32(src[i])
+        sign = (h & 0x8000) << 16
+        e = (h >> 10) & 0x1F
+        m = h & 0x3FF
+        if e == 0:  # zero or subnormal: m * 2**-24, exact in float32
+            v = np.float32(m) * np.float32(5.9604644775390625e-08)
+            buf[i] = -v if sign else v
+        elif e == 31:
+            bits[i] = sign | 0x7F800000 | (m << 13)
+        else:
+            bits[i] = sign | ((e + 112) << 23) | (m << 13)
+
+
+@njit(**_JIT)
+def _encode(kind, buf, dst):
+    """float32 buf -> uint16 bits of float16 (kind 1) or bfloat16 (kind 2), round to nearest even."""
+    bits = buf.view(np.uint32)
+    n = dst.shape[0]
+    if kind == 2:
+        for i in range(n):
+            u = np.uint32(bits[i])
+            if (u & 0x7FFFFFFF) > 0x7F800000:  # NaN stays a quiet NaN
+                dst[i] = np.uint16((u >> 16) | 0x40)
+            else:
+                dst[i] = np.uint16((u + 0x7FFF + ((u >> 16) & 1)) >> 16)
+        return
+    for i in range(n):
+        u = np.uint32(bits[i])
+        sign = np.uint32((u >> 16) & 0x8000)
+        a = u & 0x7FFFFFFF
+        if a > 0x7F800000:
+            h = np.uint32(0x7E00)
+        elif a >= 0x477FF000:  # 65520 and up round to inf
+            h = np.uint32(0x7C00)
+        elif a >= 0x38800000:  # normal half
+            r = a - (112 << 23)
+            h = np.uint32((r + 0xFFF + ((r >> 13) & 1)) >> 13)
+        else:  # subnormal half or zero: round(|x| * 2**24) to nearest even (exact scaling)
+            h = np.uint32(np.rint(abs(buf[i]) * np.float32(16777216.0)))
+        dst[i] = np.uint16(sign | h)
+
+
+# ---- drivers ------------------------------------------------------------------------------------
+
+
+@njit(parallel=True, **_JIT)
+def _float_parallel(code, x, o, p0, p1, k, block):
+    n = x.shape[0]
+    for t in prange((n + block - 1) // block):
+        s = t * block
+        e = min(s + block, n)
+        _apply(code, x[s:e], o[s:e], p0, p1, k)
+
+
+@njit(**_JIT)
+def _half_block(code, kind, x, o, p0, p1, buf, k):
+    b = buf[: x.shape[0]]
+    _decode(kind, x, b)
+    _apply(code, b, b, np.float32(p0), np.float32(p1), k)
+    _encode(kind, b, o)
+
+
+@njit(parallel=True, **_JIT)
+def _half_parallel(code, kind, x, o, p0, p1, k, block):
+    n = x.shape[0]
+    for t in prange((n + block - 1) // block):
+        s = t * block
+        e = min(s + block, n)
+        buf = np.empty(e - s, np.float32)
+        _half_block(code, kind, x[s:e], o[s:e], p0, p1, buf, k)
+
+
+@njit(**_JIT)
+def _half_serial(code, kind, x, o, p0, p1, k, block):
+    buf = np.empty(min(block, x.shape[0]), np.float32)
+    n = x.shape[0]
+    for s in range(0, n, block):
+        _half_block(code, kind, x[s:min(s + block, n)], o[s:min(s + block, n)], p0, p1, buf, k)
+
+
+def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndarray:
+    """Apply activation `code` to a float tensor (f64, f32, f16 or bf16); a fresh array of x's dtype."""
+    dt = x.dtype
+    out = OUTPUTS.empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    xf = np.ascontiguousarray(x).reshape(-1)
+    of = out.reshape(-1)
+    if dt == np.float64 or dt == np.float32:
+        ftype, k = dt.type, (_K64 if dt == np.float64 else _K32)
+        if out.size >= PARALLEL_MIN:
+            _float_parallel(code, xf, of, ftype(p0), ftype(p1), k, BLOCK)
+        else:
+            _apply(code, xf, of, ftype(p0), ftype(p1), k)
+        return out
+    kind = 1 if dt == np.float16 else 2
+    xb, ob = xf.view(np.uint16), of.view(np.uint16)
+    if out.size >= PARALLEL_MIN:
+        _half_parallel(code, kind, xb, ob, float(p0), float(p1), _K32, BLOCK)
+    else:
+        _half_serial(code, kind, xb, ob, float(p0), float(p1), _K32, BLOCK)
+    return out
+
+
+# ---- PRelu with one slope per channel -------------------------------------------------------------
+
+
+@njit(**_JIT)
+def _prelu_rows(x, slope, o, c, inner, r0, r1):
+    for r in range(r0, r1):
+        s = slope[r % c]
+        base = r * inner
+        for i in range(inner):
+            v = x[base + i]
+            o[base + i] = v * s if v < 0 else v
+
+
+@njit(parallel=True, **_JIT)
+def _prelu_parallel(x, slope, o, c, inner, rows_per_task):
+    rows = x.shape[0] // inner
+    for t in prange((rows + rows_per_task - 1) // rows_per_task):
+        _prelu_rows(x, slope, o, c, inner, t * rows_per_task, min(rows, (t + 1) * rows_per_task))
+
+
+@njit(**_JIT)
+def _prelu_half_rows(kind, x, slope, o, c, inner, r0, r1):
+    buf = np.empty((r1 - r0) * inner, np.float32)
+    _decode(kind, x[r0 * inner: r1 * inner], buf)
+    for r in range(r0, r1):
+        s = slope[r % c]
+        base = (r - r0) * inner
+        for i in range(inner):
+            v = buf[base + i]
+            buf[base + i] = v * s if v < 0 else v
+    _encode(kind, buf, o[r0 * inner: r1 * inner])
+
+
+@njit(parallel=True, **_JIT)
+def _prelu_half_parallel(kind, x, slope, o, c, inner, rows_per_task):
+    rows = x.shape[0] // inner
+    for t in prange((rows + rows_per_task - 1) // rows_per_task):
+        _prelu_half_rows(kind, x, slope, o, c, inner, t * rows_per_task, min(rows, (t + 1) * rows_per_task))
+
+
+@njit(**_JIT)
+def _prelu_half_serial(kind, x, slope, o, c, inner, rows_per_task):
+    rows = x.shape[0] // inner
+    for r0 in range(0, rows, rows_per_task):
+        _prelu_half_rows(kind, x, slope, o, c, inner, r0, min(rows, r0 + rows_per_task))
+
+
+def prelu_channel(x: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """PRelu of x ([N, C, ...] or [C]) with slope [C] along axis 1 (axis 0 for rank 1); fresh array."""
+    dt = x.dtype
+    out = OUTPUTS.empty(x.shape, dt)
+    if out.size == 0:
+        return out
+    c = x.shape[1] if x.ndim > 1 else x.shape[0]
+    inner = out.size // (x.shape[0] * c) if x.ndim > 1 else 1
+    rows_per_task = max(1, BLOCK // max(inner, 1))
+    xf = np.ascontiguousarray(x).reshape(-1)
+    of = out.reshape(-1)
+    if dt == np.float64 or dt == np.float32:
+        s = np.ascontiguousarray(slope, dtype=dt).reshape(-1)
+        if out.size >= PARALLEL_MIN:
+            _prelu_parallel(xf, s, of, c, inner, rows_per_task)
+        else:
+            _prelu_rows(xf, s, of, c, inner, 0, out.size // inner)
+        return out
+    kind = 1 if dt == np.float16 else 2
+    s = np.asarray(slope).astype(np.float32).reshape(-1)
+    run = _prelu_half_parallel if out.size >= PARALLEL_MIN else _prelu_half_serial
+    run(kind, xf.view(np.uint16), s, of.view(np.uint16), c, inner, rows_per_task)
+    return out

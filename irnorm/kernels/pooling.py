@@ -1,0 +1,149 @@
+"""Max and average pooling over 1 to 3 spatial dims.
+
+Data is viewed as ``[P, D, H, W]`` (P = N*C planes; missing spatial dims are 1) in float32 (float64
+for f64 data); one parallel task per (plane, output depth row) when the output is large enough to
+pay for the pool.  Windows start at ``o * stride - pad_begin`` and take ``kernel`` taps spaced by
+``dilation``; taps outside the input are skipped (max) or, for an average that includes padding,
+counted in the divisor only where they fall inside the padded extent.  Max pooling also returns,
+per output, the flat index of the first maximum within its plane (``d * H * W + h * W + w``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from . import PARALLEL_MIN
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _max_window(x, p, od, oh, ow, k, s, d, pb, dims):
+    best = -np.inf
+    arg = -1
+    D, H, W = dims
+    for a in range(k[0]):
+        z = od * s[0] - pb[0] + a * d[0]
+        if z < 0 or z >= D:
+            continue
+        for b in range(k[1]):
+            y = oh * s[1] - pb[1] + b * d[1]
+            if y < 0 or y >= H:
+                continue
+            for c in range(k[2]):
+                t = ow * s[2] - pb[2] + c * d[2]
+                if t < 0 or t >= W:
+                    continue
+                v = x[p, z, y, t]
+                if arg < 0 or v > best:  # the first maximum wins ties
+                    best = v
+                    arg = (z * H + y) * W + t
+    return best, arg
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _max_rows(x, out, idx, k, s, d, pb, low, lo, hi):
+    dims = (x.shape[1], x.shape[2], x.shape[3])
+    OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
+    for r in range(lo, hi):
+        p, od = r // OD, r % OD
+        for oh in range(OH):
+            for ow in range(OW):
+                v, a = _max_window(x, p, od, oh, ow, k, s, d, pb, dims)
+                if a < 0:  # a window entirely in the padding: the type's lowest value, index 0
+                    v, a = low, 0
+                out[p, od, oh, ow] = v
+                idx[p, od, oh, ow] = a
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def _max_parallel(x, out, idx, k, s, d, pb, low, tasks):
+    n = out.shape[0] * out.shape[1]
+    for t in prange(tasks):
+        _max_rows(x, out, idx, k, s, d, pb, low, t * n // tasks, (t + 1) * n // tasks)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _avg_rows(x, out, k, s, d, pb, pad_end_limit, exclude_pad, lo, hi):
+    D, H, W = x.shape[1], x.shape[2], x.shape[3]
+    OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
+    for r in range(lo, hi):
+        p, od = r // OD, r % OD
+        z0 = od * s[0] - pb[0]
+        for oh in range(OH):
+            y0 = oh * s[1] - pb[1]
+            for ow in range(OW):
+                t0 = ow * s[2] - pb[2]
+                acc = 0.0
+                cnt = 0
+                padded = 0  # taps inside the padded extent [-pad_begin, in + pad_end)
+                for a in range(k[0]):
+                    z = z0 + a * d[0]
+                    if z >= pad_end_limit[0]:
+                        break
+                    for b in range(k[1]):
+                        y = y0 + b * d[1]
+                        if y >= pad_end_limit[1]:
+                            break
+                        for c in range(k[2]):
+                            t = t0 + c * d[2]
+                            if t >= pad_end_limit[2]:
+                                break
+                            padded += 1
+                            if 0 <= z < D and 0 <= y < H and 0 <= t < W:
+                                acc += x[p, z, y, t]
+                                cnt += 1
+                n = cnt if exclude_pad else padded
+                out[p, od, oh, ow] = acc / n if n > 0 else 0.0
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def _avg_parallel(x, out, k, s, d, pb, pad_end_limit, exclude_pad, tasks):
+    n = out.shape[0] * out.shape[1]
+    for t in prange(tasks):
+        _avg_rows(x, out, k, s, d, pb, pad_end_limit, exclude_pad, t * n // tasks, (t + 1) * n // tasks)
+
+
+def _as_planes(x: np.ndarray, cdt: np.dtype) -> np.ndarray:
+    """[N, C, *spatial] -> a contiguous [N*C, D, H, W] view in the compute type."""
+    sp = x.shape[2:]
+    full = (1,) * (3 - len(sp)) + tuple(sp)
+    return np.ascontiguousarray(x, dtype=cdt).reshape((x.shape[0] * x.shape[1],) + full)
+
+
+def _pad3(v: list[int], fill: int) -> np.ndarray:
+    return np.array([fill] * (3 - len(v)) + list(v), np.int64)
+
+
+def _tasks(rows: int, work: int) -> int:
+    return 1 if work < PARALLEL_MIN else max(1, min(rows, 64))
+
+
+def max_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: list[int], dilations: list[int],
+             pads_begin: list[int], cdt: np.dtype, low: float) -> tuple[np.ndarray, np.ndarray]:
+    """(values in cdt, flat int64 indices within each plane), both [N, C, *out_spatial]; `low` for a
+    window with no tap inside the input."""
+    n, c = x.shape[:2]
+    xs = _as_planes(x, cdt)
+    oshape = (n * c,) + tuple(int(v) for v in _pad3(out_spatial, 1))
+    out = np.empty(oshape, cdt)
+    idx = np.empty(oshape, np.int64)
+    if out.size:
+        rows = oshape[0] * oshape[1]
+        _max_parallel(xs, out, idx, _pad3(kernel, 1), _pad3(strides, 1), _pad3(dilations, 1), _pad3(pads_begin, 0),
+                      cdt.type(low), _tasks(rows, out.size * int(np.prod(kernel))))
+    final = (n, c) + tuple(out_spatial)
+    return out.reshape(final), idx.reshape(final)
+
+
+def avg_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: list[int], pads_begin: list[int],
+             pads_end: list[int], exclude_pad: bool, cdt: np.dtype, dilations: list[int] | None = None) -> np.ndarray:
+    n, c = x.shape[:2]
+    xs = _as_planes(x, cdt)
+    oshape = (n * c,) + tuple(int(v) for v in _pad3(out_spatial, 1))
+    out = np.empty(oshape, cdt)
+    if out.size:
+        limit = _pad3([d + e for d, e in zip(x.shape[2:], pads_end, strict=True)], 1)
+        rows = oshape[0] * oshape[1]
+        _avg_parallel(xs, out, _pad3(kernel, 1), _pad3(strides, 1), _pad3(dilations or [1] * len(kernel), 1),
+                      _pad3(pads_begin, 0), limit, exclude_pad, _tasks(rows, out.size * int(np.prod(kernel))))
+    return out.reshape((n, c) + tuple(out_spatial))

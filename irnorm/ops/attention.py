@@ -1,0 +1,96 @@
+"""ScaledDotProductAttention-13: softmax(Q K^T * scale + mask) V over the last two dims, batch dims
+broadcast (numpy rule).
+
+Inputs: query [..., L, E], key [..., S, E], value [..., S, Ev], optional attention_mask (boolean:
+true = attend, false adds -inf; or the query's float type, added; broadcast to [..., L, S]) and
+optional scale (a scalar; default 1 / sqrt(E)).  ``causal=true`` ignores the mask and lets query i
+attend to keys 0..i only.  A row with nothing to attend to gives NaN, as the formula does.
+Arithmetic in float32 (float64 for f64); the two products go through numpy's BLAS matmul, the
+softmax through irnorm.kernels.softmax.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.attrs import AttrSchema, optional, parse_bool
+from ..ir.dtypes import FLOAT_TYPES, cast, compute_dtype
+from .base import Kernel, NodeContext, Op, TensorInfo, broadcast_shape, fail, fmt_shape, register, runtime_error
+
+
+def _batch(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    return None if shape is None else tuple(shape[:-2])
+
+
+@register
+class ScaledDotProductAttention(Op):
+    type = "ScaledDotProductAttention"
+    version = 13
+    opsets = (13, None)
+    inputs = (3, 5)
+    schema = AttrSchema([optional("causal", parse_bool, False, doc="attend to keys up to the query's position")])
+    doc = ("softmax(Q K^T * scale + mask) V; boolean (true = attend) or float masks; default scale 1/sqrt(E); "
+           "causal ignores the mask.")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        q, k, v = ctx.inputs[:3]
+        t = q.dtype
+        if t not in FLOAT_TYPES:
+            raise fail("IRN033", f"query must be a floating-point tensor, got {t}")
+        for i, what in ((1, "key"), (2, "value")):
+            if ctx.inputs[i].dtype != t:
+                raise fail("IRN033", f"{what} has element type {ctx.inputs[i].dtype}, expected {t} (as the query)")
+        for info, what in ((q, "query"), (k, "key"), (v, "value")):
+            if info.shape is not None and len(info.shape) < 2:
+                raise fail("IRN032", f"{what} must have rank >= 2, got {fmt_shape(info.shape)}")
+        if len(ctx.inputs) > 3 and ctx.inputs[3].dtype not in ("boolean", t):
+            raise fail("IRN033", f"attention_mask must be boolean or {t}, got {ctx.inputs[3].dtype}")
+        if len(ctx.inputs) > 4:
+            sc = ctx.inputs[4]
+            if sc.dtype != t:
+                raise fail("IRN033", f"scale has element type {sc.dtype}, expected {t}")
+            if sc.shape is not None and any(d not in (1, -1) for d in sc.shape):
+                raise fail("IRN032", f"scale must hold one value, got {fmt_shape(sc.shape)}")
+        if q.shape is None or k.shape is None or v.shape is None:
+            return [TensorInfo(None, t)]
+        e_q, e_k = q.shape[-1], k.shape[-1]
+        if e_q != -1 and e_k != -1 and e_q != e_k:
+            raise fail("IRN032", f"query {fmt_shape(q.shape)} and key {fmt_shape(k.shape)} differ in the last dim")
+        s_k, s_v = k.shape[-2], v.shape[-2]
+        if s_k != -1 and s_v != -1 and s_k != s_v:
+            raise fail("IRN032", f"key {fmt_shape(k.shape)} and value {fmt_shape(v.shape)} differ in the sequence dim")
+        batch = broadcast_shape(broadcast_shape(_batch(q.shape), _batch(k.shape), "numpy", ("query", "key")),
+                                _batch(v.shape), "numpy", ("query/key", "value"))
+        return [TensorInfo(tuple(batch) + (q.shape[-2], v.shape[-1]), t)]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        from ..kernels.softmax import softmax_rows  # lazy: validate never imports numba
+
+        causal = ctx.attrs["causal"]
+        layer = ctx.layer
+
+        def run(ins):
+            q, k, v = ins[:3]
+            cdt = compute_dtype(q.dtype)
+            qc, kc, vc = (np.asarray(a, dtype=cdt) for a in (q, k, v))
+            scale = (float(np.asarray(ins[4]).reshape(-1)[0]) if len(ins) > 4
+                     else 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0)
+            try:
+                scores = np.matmul(qc, np.swapaxes(kc, -1, -2))
+                scores *= cdt.type(scale)
+                L, S = scores.shape[-2:]
+                if causal:
+                    scores = scores + np.where(np.tril(np.ones((L, S), bool)), cdt.type(0), cdt.type(-np.inf))
+                elif len(ins) > 3:
+                    m = ins[3]
+                    add = np.where(m, cdt.type(0), cdt.type(-np.inf)) if m.dtype == np.bool_ else m.astype(cdt)
+                    scores = scores + add
+                probs = softmax_rows(np.ascontiguousarray(scores).reshape(-1, S), False).reshape(scores.shape)
+                out = np.matmul(probs, vc)
+            except ValueError as e:  # batch dims or a mask that do not broadcast at these shapes
+                raise runtime_error(layer, f"shapes do not fit: {e}") from None
+            return [cast(out, q.dtype)]
+
+        return run

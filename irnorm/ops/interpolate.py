@@ -1,0 +1,199 @@
+"""Interpolate-4 and Interpolate-11: resize along some axes, nearest or (bi/tri)linear.
+
+* Inputs: Interpolate-4 takes data, sizes, scales, optional axes (``shape_calculation_mode`` picks
+  sizes or scales); Interpolate-11 takes data, scales_or_sizes, optional axes.
+* Output size on each resized axis: the given size, or ``floor(padded_in * scale + 1e-5)``.
+* ``coordinate_transformation_mode``: half_pixel, pytorch_half_pixel, asymmetric,
+  tf_half_pixel_for_nn, align_corners -- the input coordinate of output index ``o``.
+* ``mode``: nearest (``nearest_mode`` round_prefer_floor, round_prefer_ceil, floor, ceil, simple),
+  linear and linear_onnx (separable linear interpolation between the two neighbours, clamped to the
+  edges).  cubic, bilinear_pillow, bicubic_pillow and antialias are refused with IRN023.
+* ``pads_begin`` / ``pads_end`` pad the data with zeros first.
+
+Resizing only gathers and blends rows of the data, one axis at a time: numpy's take and a weighted
+sum per axis are the kernels (vectorised C, memory-bound).  f16/bf16 blend in float32 and round once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from ..ir.attrs import AttrSchema, enum, optional, parse_bool, parse_float, parse_int_list
+from ..ir.dtypes import FLOAT_TYPES, INT_TYPES, cast, compute_dtype
+from .base import Kernel, NodeContext, Op, TensorInfo, fail, normalize_axes, register, runtime_error
+
+MODES = ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow")
+SUPPORTED = ("nearest", "linear", "linear_onnx")
+TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
+NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
+
+
+def _attrs() -> list:
+    return [
+        optional("mode", enum(*MODES), "nearest"),
+        optional("shape_calculation_mode", enum("sizes", "scales"), "sizes"),
+        optional("coordinate_transformation_mode", enum(*TRANSFORMS), "half_pixel"),
+        optional("nearest_mode", enum(*NEAREST), "round_prefer_floor"),
+        optional("antialias", parse_bool, False),
+        optional("pads_begin", parse_int_list, []),
+        optional("pads_end", parse_int_list, []),
+        optional("cube_coeff", parse_float, -0.75),
+    ]
+
+
+def _source(o: np.ndarray, n_in: int, n_out: int, scale: float, mode: str) -> np.ndarray:
+    """The input coordinate of each output index (float64)."""
+    if mode == "half_pixel":
+        return (o + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
+    if mode == "asymmetric":
+        return o / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (o + 0.5) / scale
+    return o * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(o)  # align_corners
+
+
+def _nearest_index(c: np.ndarray, scale: float, mode: str) -> np.ndarray:
+    if mode == "round_prefer_floor":
+        r = np.where(c - np.floor(c) == 0.5, np.floor(c), np.round(c))
+    elif mode == "round_prefer_ceil":
+        r = np.where(c - np.floor(c) == 0.5, np.ceil(c), np.round(c))
+    elif mode == "floor":
+        r = np.floor(c)
+    elif mode == "ceil":
+        r = np.ceil(c)
+    else:  # simple
+        r = np.ceil(c) if scale < 1 else np.trunc(c)
+    return r.astype(np.int64)
+
+
+def resize(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[float], a: dict) -> np.ndarray:
+    """Resize the (already padded) data along `axes` to `sizes`, with the per-axis `scales` used in the
+    coordinate transforms."""
+    y = x
+    for ax, n_out, sc in zip(axes, sizes, scales, strict=True):
+        n_in = y.shape[ax]
+        if n_out == n_in and sc == 1.0 and a["coordinate_transformation_mode"] != "tf_half_pixel_for_nn":
+            continue  # the identity (tf_half_pixel_for_nn shifts by half a pixel even at scale 1)
+        o = np.arange(n_out, dtype=np.float64)
+        c = _source(o, n_in, n_out, sc, a["coordinate_transformation_mode"])
+        if a["mode"] == "nearest":
+            idx = np.clip(_nearest_index(c, sc, a["nearest_mode"]), 0, max(n_in - 1, 0))
+            y = np.take(y, idx, axis=ax)
+            continue
+        c = np.clip(c, 0, max(n_in - 1, 0))
+        lo = np.floor(c).astype(np.int64)
+        hi = np.minimum(lo + 1, n_in - 1)
+        w = (c - lo).reshape((-1,) + (1,) * (y.ndim - ax - 1))
+        cdt = y.dtype
+        y = np.take(y, lo, axis=ax) * (1 - w).astype(cdt) + np.take(y, hi, axis=ax) * w.astype(cdt)
+    return y
+
+
+class _Interpolate(Op):
+    type = "Interpolate"
+    sizes_input: ClassVar[int]
+    scales_input: ClassVar[int]
+    axes_input: ClassVar[int]
+
+    def _plan(self, shape: tuple[int, ...], a: dict, vals: list) -> tuple[list[int], list[int], list[float]]:
+        """(axes, output sizes, scales) for data of `shape` (dims may be -1: then -1 sizes)."""
+        r = len(shape)
+        pb = a["pads_begin"] or [0] * r
+        pe = a["pads_end"] or [0] * r
+        if len(pb) != r or len(pe) != r:
+            raise fail("IRN032", f"pads_begin/pads_end need {r} values (data rank)")
+        padded = [d if d == -1 else d + b + e for d, b, e in zip(shape, pb, pe, strict=True)]
+        axes_v = vals[self.axes_input] if self.axes_input < len(vals) else None
+        axes = normalize_axes([int(v) for v in np.asarray(axes_v).reshape(-1)], r, "axes") if axes_v is not None \
+            else list(range(r))
+        use_scales = a["shape_calculation_mode"] == "scales"
+        src = vals[self.scales_input] if use_scales else vals[self.sizes_input]
+        if src is None:
+            return axes, [-1] * len(axes), [1.0] * len(axes)
+        v = np.asarray(src).reshape(-1)
+        if len(v) != len(axes):
+            raise fail("IRN032", f"{'scales' if use_scales else 'sizes'} has {len(v)} values for {len(axes)} axes")
+        sizes, scales = [], []
+        for ax, val in zip(axes, v, strict=True):
+            n = padded[ax]
+            if use_scales:
+                s = float(val)
+                if not s > 0:
+                    raise fail("IRN032", f"scale {s} must be positive")
+                sizes.append(-1 if n == -1 else int(math.floor(n * s + 1e-5)))
+                scales.append(s)
+            else:
+                m = int(val)
+                if m < 0:
+                    raise fail("IRN032", f"size {m} must be non-negative")
+                sizes.append(m)
+                scales.append(m / n if n not in (-1, 0) else 1.0)
+        return axes, sizes, scales
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        x = ctx.inputs[0]
+        if x.dtype not in FLOAT_TYPES + INT_TYPES:
+            raise fail("IRN033", f"data must be numeric, got {x.dtype}")
+        a = ctx.attrs
+        if a["mode"] not in SUPPORTED or a["antialias"]:
+            what = "antialias" if a["antialias"] else f"mode {a['mode']}"
+            raise fail("IRN023", f"{what} is not supported by irnorm (nearest, linear and linear_onnx are)")
+        if x.shape is None:
+            return [TensorInfo(None, x.dtype)]
+        vals = [i.value for i in ctx.inputs[1:]]
+        axes, sizes, _ = self._plan(tuple(x.shape), a, [None] + vals)
+        r = len(x.shape)
+        pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
+        out = [d if d == -1 else d + b + e for d, b, e in zip(x.shape, pb, pe, strict=True)]
+        for ax, s in zip(axes, sizes, strict=True):
+            out[ax] = s
+        return [TensorInfo(tuple(out), x.dtype)]
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        a, layer = dict(ctx.attrs), ctx.layer
+
+        def run(ins):
+            x = ins[0]
+            try:
+                axes, sizes, scales = self._plan(x.shape, a, [None] + list(ins[1:]))
+            except Exception as e:
+                raise runtime_error(layer, str(getattr(e, "message", e))) from None
+            r = x.ndim
+            pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
+            xp = np.pad(x, list(zip(pb, pe, strict=True))) if any(pb) or any(pe) else x
+            if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
+                cdt = compute_dtype(x.dtype)
+                y = resize(xp.astype(cdt, copy=False), axes, sizes, scales, a)
+                return [cast(y, x.dtype)]
+            y = resize(xp, axes, sizes, scales, a) if a["mode"] == "nearest" else \
+                np.round(resize(xp.astype(np.float64), axes, sizes, scales, a))
+            return [np.ascontiguousarray(cast(y, x.dtype))]
+
+        return run
+
+
+@register
+class Interpolate4(_Interpolate):
+    version = 4
+    opsets = (4, 10)
+    inputs = (3, 4)
+    sizes_input, scales_input, axes_input = 1, 2, 3
+    schema = AttrSchema(_attrs())
+    doc = ("resize: data, sizes, scales, optional axes; nearest (5 rounding modes) or linear/linear_onnx; the "
+           "coordinate transforms exports use; pads.")
+
+
+@register
+class Interpolate11(_Interpolate):
+    version = 11
+    opsets = (11, None)
+    inputs = (2, 3)
+    sizes_input, scales_input, axes_input = 1, 1, 2
+    schema = AttrSchema(_attrs())
+    doc = "Interpolate-4 with one scales_or_sizes input (shape_calculation_mode says which)."
+

@@ -1,0 +1,120 @@
+"""MatMul-1 (opset1+).
+
+A [..., M, K] x B [..., K, N] -> [..., M, N] with numpy-style broadcasting of the batch dims.
+`transpose_a` / `transpose_b` swap the last two dims of a rank >= 2 operand and are ignored for
+a 1-D one; a 1-D A is read as [1, K] and a 1-D B as [K, 1], and the added dim is removed from the
+result.  Float products go through numpy's BLAS (sgemm/dgemm; f16 and bf16 in float32, rounded
+once); integer products use numpy's integer matmul in the element type (wrapping, as C++ does).
+
+A constant B (a Linear layer's weight, often stored f16 behind a decompression Convert that folds
+at load time) is prepared once when the kernel is built: f16/bf16 converted to float32 in the [K, N]
+layout, f32/f64 kept as the constant itself (a transposed view is a BLAS operand as it is, so a large
+weight is not copied).  A 2-D B against a contiguous batched A is one GEMM over all the batch rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.attrs import AttrSchema, optional, parse_bool
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, cast, compute_dtype
+from .base import NodeContext, Op, TensorInfo, broadcast_shape, fail, fmt_shape, register
+
+
+def _matrix_shape(shape: tuple[int, ...], transpose: bool, first: bool) -> tuple[int, ...]:
+    """The operand as a rank >= 2 matrix stack after the 1-D rule and the transpose."""
+    if len(shape) == 1:
+        return (1, shape[0]) if first else (shape[0], 1)
+    if transpose:
+        return tuple(shape[:-2]) + (shape[-1], shape[-2])
+    return tuple(shape)
+
+
+def matmul_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, ta: bool, tb: bool
+                 ) -> tuple[int, ...] | None:
+    """MatMul's output shape (-1 dims tolerated); IRN032 when the operands do not fit."""
+    for what, s in (("A (input 0)", a), ("B (input 1)", b)):
+        if s is not None and len(s) == 0:
+            raise fail("IRN032", f"{what} must be at least 1-D, got a scalar")
+    if a is None or b is None:
+        return None
+    ma, mb = _matrix_shape(a, ta, True), _matrix_shape(b, tb, False)
+    ka, kb = ma[-1], mb[-2]
+    if ka != -1 and kb != -1 and ka != kb:
+        raise fail("IRN032", f"MatMul inner dims differ: A {fmt_shape(a)}{' transposed' if ta and len(a) > 1 else ''} "
+                             f"has K={ka}, B {fmt_shape(b)}{' transposed' if tb and len(b) > 1 else ''} has K={kb}")
+    batch = broadcast_shape(ma[:-2], mb[:-2], "numpy", ("A's batch dims", "B's batch dims"))
+    out = tuple(batch)
+    if len(a) > 1:
+        out += (ma[-2],)
+    if len(b) > 1:
+        out += (mb[-1],)
+    return out
+
+
+@register
+class MatMul(Op):
+    type = "MatMul"
+    version = 1
+    opsets = (1, None)
+    schema = AttrSchema([
+        optional("transpose_a", parse_bool, False, doc="swap A's last two dims (ignored for 1-D A)"),
+        optional("transpose_b", parse_bool, False, doc="swap B's last two dims (ignored for 1-D B)"),
+    ])
+    inputs = (2, 2)
+    doc = ("A [..., M, K] x B [..., K, N], batch dims broadcast (numpy rule), 1-D operands as in the spec; "
+           "floats through numpy's BLAS (f16/bf16 in float32), integers in their own type; a constant B is "
+           "laid out once at load time.")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        a, b = ctx.inputs
+        for i, info in enumerate((a, b)):
+            if info.dtype not in FLOAT_TYPES + INT_TYPES:
+                raise fail("IRN033", f"input {i} must be a numeric tensor, got {info.dtype}")
+        if a.dtype != b.dtype:
+            raise fail("IRN033", f"B (input 1) has element type {b.dtype}, expected {a.dtype} (same as A)")
+        shape = matmul_shape(a.shape, b.shape, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"])
+        return [TensorInfo(shape, a.dtype)]
+
+    def build(self, ctx: NodeContext):
+        ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+        dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
+        is_float = ctx.inputs[0].dtype in FLOAT_TYPES
+        work = compute_dtype(dtype) if is_float else dtype
+
+        def prep_b(b: np.ndarray) -> np.ndarray:
+            """B as [..., K, N] in the compute type.  f32/f64 stay where they are (a transposed view is
+            a BLAS operand as it is: no copy of a large weight); f16/bf16 are converted once into the
+            [K, N] layout."""
+            if b.ndim == 1:
+                return b.astype(work).reshape(-1, 1)
+            if b.dtype == work:
+                return np.swapaxes(b, -1, -2) if tb else b
+            return np.ascontiguousarray(np.swapaxes(b, -1, -2) if tb else b, dtype=work)
+
+        const_b = ctx.inputs[1].value
+        b_ready = prep_b(np.asarray(const_b)) if const_b is not None else None
+
+        def run(ins):
+            a, b = ins
+            bm = b_ready if b_ready is not None else prep_b(b)
+            a_vec, b_vec = a.ndim == 1, b.ndim == 1
+            am = a.astype(work, copy=False)
+            if a_vec:
+                am = am.reshape(1, -1)
+            elif ta:
+                am = np.swapaxes(am, -1, -2)
+            if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
+                # [..., M, K] x [K, N]: one GEMM over all batch rows
+                y = np.matmul(am.reshape(-1, am.shape[-1]), bm).reshape(am.shape[:-1] + (bm.shape[-1],))
+            else:
+                y = np.matmul(am, bm)
+            if a_vec:
+                y = y[..., 0, :]
+            if b_vec:
+                y = y[..., 0]
+            if y.dtype != dtype:
+                return [cast(y, dtype)]
+            return [y.copy() if y.base is not None or not y.flags.c_contiguous else y]
+
+        return run

@@ -1,0 +1,404 @@
+"""Planner rules that fuse what exports split.
+
+Exporters write a LayerNorm as MVN + Multiply + Add, an f16 GroupNorm as Convert + GroupNormalization
++ Convert, a Scale as Multiply + Add + Power.  Run layer by layer, each of those is a full pass over
+memory (and a rounding of its own); fused, it is one pass.  A rule looks at a layer and the layers
+that consume it and, when the pattern holds, returns a :class:`Fusion`: the layers it covers, the
+operands of the fused kernel and the kernel itself (built from the ops' own kernel entry points --
+the kernels know nothing of fusion).
+
+What every rule checks: each intermediate value it swallows has exactly one consumer and is not a
+model output, and every other operand of the covered layers is a load-time constant (so the fused
+step can run where the first layer ran).  Dynamic shapes are re-inferred layer by layer through the
+covered layers (runtime/plan.py), so the shape errors are the unfused graph's.
+
+Numerics: a fused step rounds once where the layers round after each op (f32: a few ulps; f16/bf16:
+at most about one ulp of the output type).  ``tests/test_fusion.py`` checks every rule against the
+unfused graph over random shapes and dtypes.  ``irnorm.load(..., fuse=False)`` / ``--no-fuse`` turn
+fusion off; debugging runs (``capture=``, ``on_layer=``, hence ``compare`` and ``--dump-dir``) always
+run the unfused plan, so every original layer is seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..ir.dtypes import ELEMENT_TYPES
+from ..ir.graph import Graph, Node
+from ..ir.tensor import TensorInfo
+from ..ops.base import NodeContext, normalize_axes
+
+Value = tuple[int, int]
+Kernel = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+
+
+@dataclass
+class Fusion:
+    nodes: list[Node]  # the covered layers in execution order; the last one's outputs are the step's
+    args: list[Value]  # operands of the fused kernel
+    kernel: Kernel
+    label: str  # e.g. "MVN+Multiply+Add"
+
+
+class FuseContext:
+    """What the rules may look at: the graph, who consumes each value, and which values must stay."""
+
+    def __init__(self, graph: Graph, live: set[int], keep: set[Value]):
+        self.graph = graph
+        self.keep = keep
+        self.consumers: dict[Value, list[tuple[int, int]]] = {}
+        for n in graph.nodes:
+            if n.index in live:
+                for i, s in enumerate(n.sources):
+                    if s is not None:
+                        self.consumers.setdefault(tuple(s), []).append((n.index, i))
+
+    def info(self, v: Value) -> TensorInfo:
+        return self.graph.nodes[v[0]].outputs[v[1]]
+
+    def const(self, v: Value | None) -> np.ndarray | None:
+        return None if v is None else self.info(v).value
+
+    def sole_consumer(self, node: Node, types: tuple[str, ...]) -> tuple[Node, int] | None:
+        """The one layer (of one of `types`) consuming `node`'s only output, and at which input."""
+        if len(node.outputs) != 1 or (node.index, 0) in self.keep:
+            return None
+        users = self.consumers.get((node.index, 0), [])
+        if len(users) != 1:
+            return None
+        user = self.graph.nodes[users[0][0]]
+        return (user, users[0][1]) if user.op_type in types else None
+
+    def other_operand(self, node: Node, i: int) -> Value | None:
+        return tuple(node.sources[1 - i]) if len(node.sources) == 2 and node.sources[1 - i] is not None else None
+
+
+FusionRule = Callable[[FuseContext, Node], "Fusion | None"]
+
+
+def _binary_numpy(node: Node) -> bool:
+    return node.attrs.get("auto_broadcast") == "numpy"
+
+
+def _keeps_shape(const: np.ndarray, shape: tuple[int, ...] | None) -> bool:
+    """A constant that broadcasts against data of `shape` without growing it, whatever sizes the
+    data's dynamic (-1) dims take: it may vary only along static dims."""
+    if shape is None or const.ndim > len(shape):
+        return False
+    for c, d in zip(const.shape[::-1], shape[::-1], strict=False):
+        if c != 1 and c != d:
+            return False
+    return True
+
+
+# ---- MVN + Multiply + Add: one pass of the moments engine with the affine fused -------------------
+
+
+def mvn_affine(fc: FuseContext, node: Node) -> Fusion | None:
+    """MVN-6 (normalize_variance, eps inside the sqrt, constant axes) -> Multiply by a constant
+    [-> Add a constant]: how every exported LayerNorm arrives."""
+    if node.op_type != "MVN" or node.op.version != 6 or not node.attrs.get("normalize_variance"):
+        return None
+    if node.attrs.get("eps_mode") != "inside_sqrt":
+        return None
+    x_src = node.sources[0]
+    axes_v = fc.const(tuple(node.sources[1]))
+    x_info = fc.info(tuple(x_src))
+    if axes_v is None or x_info.shape is None or x_info.dtype not in ("f32", "f16", "bf16"):
+        return None
+    hit = fc.sole_consumer(node, ("Multiply",))
+    if hit is None or not _binary_numpy(hit[0]):
+        return None
+    mul, i = hit
+    scale = fc.const(fc.other_operand(mul, i))
+    if scale is None or not _keeps_shape(scale, x_info.shape):
+        return None
+    nodes, bias = [node, mul], None
+    hit = fc.sole_consumer(mul, ("Add",))
+    if hit is not None and _binary_numpy(hit[0]):
+        add, j = hit
+        b = fc.const(fc.other_operand(add, j))
+        if b is not None and _keeps_shape(b, x_info.shape):
+            nodes.append(add)
+            bias = b
+    from ..ops.layer_norm import normalize_affine, pad_rank
+
+    rank = len(x_info.shape)
+    axes = sorted(set(normalize_axes([int(a) for a in axes_v.reshape(-1)], rank)))
+    eps = float(np.float32(node.attrs["eps"]))
+    dt = ELEMENT_TYPES[x_info.dtype]
+    scale = pad_rank(np.asarray(scale, dt), rank)
+    bias = None if bias is None else pad_rank(np.asarray(bias, dt), rank)
+
+    def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [normalize_affine(ins[0], axes, eps, scale, bias)]
+
+    return Fusion(nodes, [tuple(x_src)], run, "+".join(n.op_type for n in nodes))
+
+
+# ---- Convert -> normalization -> Convert: read and write f16/bf16 inside the kernel ---------------
+
+# Ops whose kernels take f16/bf16 data, compute in float32 and round once to the data's type.
+_HALF_NATIVE = {("GroupNormalization", 12), ("MVN", 1), ("MVN", 6), ("NormalizeL2", 1)}
+
+
+def precision_converts(fc: FuseContext, node: Node) -> Fusion | None:
+    """Convert(f16|bf16 -> f32) -> a normalization -> Convert(f32 -> the same type): the norm reads
+    the half-precision data and writes it back directly."""
+    if node.op_type != "Convert" or node.attrs.get("destination_type") != "f32":
+        return None
+    src = tuple(node.sources[0])
+    half = fc.info(src).dtype
+    if half not in ("f16", "bf16"):
+        return None
+    hit = fc.sole_consumer(node, tuple(t for t, _ in _HALF_NATIVE))
+    if hit is None or hit[1] != 0 or (hit[0].op_type, hit[0].op.version) not in _HALF_NATIVE:
+        return None
+    norm = hit[0]
+    if any(s is None or fc.const(tuple(s)) is None for s in norm.sources[1:]):
+        return None
+    back = fc.sole_consumer(norm, ("Convert",))
+    if back is None or back[0].attrs.get("destination_type") != half:
+        return None
+    ins = [TensorInfo(fc.info(src).shape, half)] + [fc.info(tuple(s)) for s in norm.sources[1:]]
+    kernel = norm.op.build(NodeContext(norm.layer, norm.attrs, ins, len(norm.layer.outputs)))
+    consts = [fc.const(tuple(s)) for s in norm.sources[1:]]
+
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return kernel([xs[0], *consts])
+
+    return Fusion([node, norm, back[0]], [src], run, f"Convert+{norm.op_type}+Convert")
+
+
+# ---- Multiply / Add / Power by constants: one pass of the Scale kernel ----------------------------
+
+
+def _coefficient_axis(consts: list[np.ndarray], shape: tuple[int, ...]) -> int | None:
+    """-1 when every constant is a single value; the one axis they vary along; None otherwise."""
+    axes = set()
+    for c in consts:
+        pc = c.reshape((1,) * (len(shape) - c.ndim) + c.shape)
+        axes |= {a for a, d in enumerate(pc.shape) if d != 1}
+    if not axes:
+        return -1
+    return axes.pop() if len(axes) == 1 else None
+
+
+def scale_chain(fc: FuseContext, node: Node) -> Fusion | None:
+    """x * a [+ b] [** p], x + b [** p] or x ** p with constants a, b, p that are single values or vary
+    along one axis: the Scale kernel ((x * a + b) ** p in float32, fast paths for p = 1 and 2)."""
+    if node.op_type not in ("Multiply", "Add", "Power") or not _binary_numpy(node):
+        return None
+    # the data operand is the non-constant one (Power: its base)
+    data_i = next((i for i, s in enumerate(node.sources) if s is not None and fc.const(tuple(s)) is None), None)
+    if data_i is None or (node.op_type == "Power" and data_i != 0):
+        return None
+    x_src = tuple(node.sources[data_i])
+    x_info = fc.info(x_src)
+    if x_info.shape is None or x_info.dtype not in ("f32", "f16", "bf16") or len(x_info.shape) == 0:
+        return None
+    coeffs: dict[str, np.ndarray] = {}
+    nodes: list[Node] = []
+    cur: Node | None = node
+    cur_i = data_i
+    for kind in ("Multiply", "Add", "Power"):  # the order the Scale kernel applies them in
+        if cur is None or cur.op_type != kind:
+            continue
+        c = fc.const(fc.other_operand(cur, cur_i))
+        if not _binary_numpy(cur) or c is None or not _keeps_shape(c, x_info.shape) or (kind == "Power" and cur_i):
+            break
+        coeffs[kind] = c
+        nodes.append(cur)
+        hit = fc.sole_consumer(cur, ("Add", "Power"))
+        cur, cur_i = hit if hit is not None else (None, 0)
+    if not nodes or (len(nodes) == 1 and nodes[0].op_type != "Power"):
+        return None  # a lone Multiply or Add is already one pass
+    ca = _coefficient_axis(list(coeffs.values()), x_info.shape)
+    if ca is None:
+        return None
+    k_count = 1 if ca == -1 else x_info.shape[ca]
+    if k_count == -1:
+        return None  # coefficients along a dynamic axis: leave the layers alone
+
+    def vec(c: np.ndarray | None, default: float) -> np.ndarray:
+        if c is None:
+            return np.full(k_count, default, np.float32)
+        v = np.asarray(c, np.float32).reshape(-1)
+        return np.ascontiguousarray(np.broadcast_to(v, (k_count,)) if v.size == 1 else v)
+
+    a, b, p = vec(coeffs.get("Multiply"), 1.0), vec(coeffs.get("Add"), 0.0), vec(coeffs.get("Power"), 1.0)
+    out_dtype = ELEMENT_TYPES[x_info.dtype]
+    from ..kernels import scale as kernel
+
+    pmode = kernel.power_mode(p)
+
+    def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = ins[0]
+        inner = 1
+        for d in x.shape[ca + 1:] if ca >= 0 else x.shape:
+            inner *= d
+        return [kernel.scale(x, a, b, p, k_count, inner, out_dtype, pmode)]
+
+    return Fusion(nodes, [x_src], run, "+".join(n.op_type for n in nodes) if len(nodes) > 1 else "Power")
+
+
+# ---- RMSNorm and F.normalize decompositions: one normalization each ------------------------------
+
+
+def _scalar(v: np.ndarray | None) -> float | None:
+    return float(v.reshape(-1)[0]) if v is not None and v.size == 1 else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is not None and b is not None and tuple(a) == tuple(b)
+
+
+def _trailing_scale(fc: FuseContext, node: Node, x_shape: tuple[int, ...]) -> tuple[Node, np.ndarray] | None:
+    """An optional Multiply of `node`'s output by a constant that keeps the data's shape (a norm's weight)."""
+    hit = fc.sole_consumer(node, ("Multiply",))
+    if hit is None or not _binary_numpy(hit[0]):
+        return None
+    w = fc.const(fc.other_operand(hit[0], hit[1]))
+    return (hit[0], w) if w is not None and _keeps_shape(w, x_shape) else None
+
+
+def _normalize_kernel(x_dtype: str, rank: int, axes: list[int], mode_name: str, eps: float,
+                      weight: np.ndarray | None) -> Kernel:
+    """moments.normalize without centering (sum of squares), the weight fused when the engine's
+    affine layout allows it, else applied after (in the compute type, rounding once)."""
+    from ..ir.dtypes import compute_dtype
+    from ..kernels import moments
+    from ..ops.layer_norm import affine_tables, pad_rank
+
+    mode = getattr(moments, mode_name)
+    dt = ELEMENT_TYPES[x_dtype]
+    w = None if weight is None else pad_rank(np.asarray(weight, dt), rank)
+
+    def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = ins[0]
+        if w is None or x.size == 0:
+            return [moments.normalize(x, axes, mode, eps, center=False, out_dtype=x.dtype)]
+        plan = affine_tables(x.shape, axes, [w])
+        if plan is not None:
+            (tw,), o_mod, seg_len = plan
+            return [moments.normalize(x, axes, mode, eps, center=False, scale=tw, o_mod=o_mod, seg_len=seg_len,
+                                      out_dtype=x.dtype)]
+        cdt = compute_dtype(x.dtype)
+        y = moments.normalize(x, axes, mode, eps, center=False, out_dtype=cdt)
+        y *= w.astype(cdt)
+        return [y.astype(x.dtype, copy=False)]
+
+    return run
+
+
+def rms_norm(fc: FuseContext, node: Node) -> Fusion | None:
+    """Power(x, 2) -> ReduceMean(keep_dims) -> Add eps -> Sqrt -> Divide(1, .) -> Multiply(x, .)
+    (or Divide(x, .), or Power(., -0.5) -> Multiply(x, .)) [-> Multiply by a weight]: how an exported
+    RMSNorm arrives; one pass of the moments engine without centering."""
+    if node.op_type != "Power" or not _binary_numpy(node) or node.sources[0] is None:
+        return None
+    x_src = tuple(node.sources[0])
+    x_info = fc.info(x_src)
+    if _scalar(fc.const(fc.other_operand(node, 0))) != 2.0 or x_info.shape is None:
+        return None
+    if x_info.dtype not in ("f32", "f16", "bf16"):
+        return None
+    hit = fc.sole_consumer(node, ("ReduceMean",))
+    if hit is None or hit[1] != 0 or not hit[0].attrs.get("keep_dims"):
+        return None
+    mean = hit[0]
+    axes_v = fc.const(tuple(mean.sources[1]))
+    hit = fc.sole_consumer(mean, ("Add",))
+    if axes_v is None or hit is None or not _binary_numpy(hit[0]):
+        return None
+    add = hit[0]
+    eps = _scalar(fc.const(fc.other_operand(add, hit[1])))
+    nodes = [node, mean, add]
+    hit = fc.sole_consumer(add, ("Sqrt", "Power"))
+    if eps is None or eps < 0 or hit is None:
+        return None
+    root = hit[0]
+    nodes.append(root)
+    if root.op_type == "Power":  # rsqrt as Power(., -0.5), then Multiply(x, .)
+        if hit[1] != 0 or _scalar(fc.const(fc.other_operand(root, 0))) != -0.5:
+            return None
+        last = fc.sole_consumer(root, ("Multiply",))
+        if last is None or not _same(fc.other_operand(last[0], last[1]), x_src):
+            return None
+        nodes.append(last[0])
+    else:
+        hit = fc.sole_consumer(root, ("Divide",))
+        if hit is None or hit[1] != 1:
+            return None
+        div = hit[0]
+        nodes.append(div)
+        if not _same(div.sources[0], x_src):  # Divide(1, sqrt) then Multiply(x, .)
+            if _scalar(fc.const(tuple(div.sources[0]))) != 1.0:
+                return None
+            last = fc.sole_consumer(div, ("Multiply",))
+            if last is None or not _same(fc.other_operand(last[0], last[1]), x_src):
+                return None
+            nodes.append(last[0])
+    weight = _trailing_scale(fc, nodes[-1], x_info.shape)
+    if weight is not None:
+        nodes.append(weight[0])
+    rank = len(x_info.shape)
+    axes = sorted(set(normalize_axes([int(a) for a in axes_v.reshape(-1)], rank)))
+    kernel = _normalize_kernel(x_info.dtype, rank, axes, "INSIDE_SQRT", eps, None if weight is None else weight[1])
+    return Fusion(nodes, [x_src], kernel, "RMSNorm(" + "+".join(n.op_type for n in nodes) + ")")
+
+
+def l2_normalize(fc: FuseContext, node: Node) -> Fusion | None:
+    """ReduceL2(x, keep_dims) -> Maximum(., eps) -> Divide(x, .) [-> Multiply by a weight]: how
+    F.normalize arrives.  x / max(||x||, eps) is NormalizeL2's max mode with eps squared."""
+    if node.op_type != "ReduceL2" or not node.attrs.get("keep_dims") or node.sources[0] is None:
+        return None
+    x_src = tuple(node.sources[0])
+    x_info = fc.info(x_src)
+    axes_v = fc.const(tuple(node.sources[1]))
+    if axes_v is None or x_info.shape is None or x_info.dtype not in ("f32", "f16", "bf16"):
+        return None
+    hit = fc.sole_consumer(node, ("Maximum",))
+    if hit is None or not _binary_numpy(hit[0]):
+        return None
+    mx = hit[0]
+    eps = _scalar(fc.const(fc.other_operand(mx, hit[1])))
+    hit = fc.sole_consumer(mx, ("Divide",))
+    if eps is None or eps < 0 or hit is None or hit[1] != 1 or not _same(hit[0].sources[0], x_src):
+        return None
+    nodes = [node, mx, hit[0]]
+    weight = _trailing_scale(fc, hit[0], x_info.shape)
+    if weight is not None:
+        nodes.append(weight[0])
+    rank = len(x_info.shape)
+    axes = sorted(set(normalize_axes([int(a) for a in axes_v.reshape(-1)], rank)))
+    if not axes:
+        return None  # empty axes: ReduceL2 is |x| elementwise; leave it to the layers
+    kernel = _normalize_kernel(x_info.dtype, rank, axes, "L2_MAX", eps * eps, None if weight is None else weight[1])
+    return Fusion(nodes, [x_src], kernel, "L2Norm(" + "+".join(n.op_type for n in nodes) + ")")
+
+
+RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, scale_chain)
+
+
+def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
+    """{first covered node index: Fusion} for the live, unfolded layers in `order`; each layer is
+    covered by at most one fusion."""
+    fc = FuseContext(graph, live, keep)
+    taken: set[int] = set()
+    out: dict[int, Fusion] = {}
+    for node in order:
+        if node.index in taken:
+            continue
+        for rule in RULES:
+            f = rule(fc, node)
+            if f is not None and not any(n.index in taken for n in f.nodes):
+                out[node.index] = f
+                taken.update(n.index for n in f.nodes)
+                break
+    return out
+

@@ -1,0 +1,228 @@
+"""The planner's fusions (irnorm/runtime/fuse.py) against the unfused graph and OpenVINO: every rule
+over random shapes and dtypes, the cases where a rule must not fire, dynamic shapes, and the
+debugging paths that must still see every original layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ovutil import compare_with_openvino, save
+
+import irnorm
+
+ov = pytest.importorskip("openvino")
+op1 = pytest.importorskip("openvino.opset1")
+op6 = pytest.importorskip("openvino.opset6")
+op12 = pytest.importorskip("openvino.opset12")
+
+# fused vs unfused (the fused step rounds once where the layers round after each op)
+TOL = {np.float32: (2e-6, 2e-6), np.float16: (2e-3, 2e-3)}
+
+
+def _named(node, name):
+    node.output(0).get_tensor().set_names({name})
+    return node
+
+
+def _model(out, params):
+    return ov.Model([op1.result(o) for o in (out if isinstance(out, list) else [out])], params, "m")
+
+
+def _check(xml, feeds, label, dtype):
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == [label], fused.fused_steps
+    assert plain.fused_steps == []
+    got, want = fused.run(feeds), plain.run(feeds)
+    rtol, atol = TOL[dtype]
+    for k in want:
+        assert got[k].dtype == want[k].dtype
+        ref = want[k].astype(np.float64)
+        np.testing.assert_allclose(got[k].astype(np.float64), ref, rtol=rtol,
+                                   atol=atol * max(1.0, float(np.abs(ref).max())), err_msg=k)
+    return fused
+
+
+def _layer_norm(shape, dtype, dynamic, with_bias=True, rng=None):
+    """MVN-6 + Multiply + Add as exporters write a LayerNorm; `dynamic`: every dim but the last."""
+    x = op1.parameter([-1] * (len(shape) - 1) + [shape[-1]] if dynamic else list(shape), dtype, name="x")
+    axes = op1.constant(np.array([-1], np.int64))
+    mvn = op6.mvn(x, axes, True, 1e-5, "inside_sqrt")
+    g = op1.constant(rng.standard_normal(shape[-1]).astype(dtype))
+    y = op1.multiply(mvn, g)
+    if with_bias:
+        y = op1.add(y, op1.constant(rng.standard_normal(shape[-1]).astype(dtype)))
+    return _model(_named(y, "y"), [x])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_mvn_multiply_add_is_one_step(tmp_path, dtype, dynamic):
+    rng = np.random.default_rng(1)
+    for k, shape in enumerate([(2, 5, 16), (1, 7, 768), (3, 33)]):
+        xml = save(_layer_norm(shape, dtype, dynamic, rng=rng), tmp_path, f"ln{k}")
+        x = (rng.standard_normal(shape) * 3 + 10).astype(dtype)
+        m = _check(xml, {"x": x}, "MVN+Multiply+Add", dtype)
+        compare_with_openvino(xml, {"x": x})
+        if dynamic:  # another shape through the same plan
+            x2 = rng.standard_normal((4,) + shape[1:]).astype(dtype)
+            np.testing.assert_allclose(m.run({"x": x2})["y"].astype(np.float64),
+                                       irnorm.load(xml, fuse=False).run({"x": x2})["y"].astype(np.float64),
+                                       rtol=TOL[dtype][0], atol=TOL[dtype][1] * 10)
+
+
+def test_mvn_multiply_without_add(tmp_path):
+    rng = np.random.default_rng(2)
+    xml = save(_layer_norm((2, 4, 8), np.float32, False, with_bias=False, rng=rng), tmp_path, "ln")
+    _check(xml, {"x": rng.standard_normal((2, 4, 8)).astype(np.float32)}, "MVN+Multiply", np.float32)
+
+
+def test_no_fusion_when_an_intermediate_is_used_elsewhere(tmp_path):
+    """The MVN output is a model output too (and feeds Multiply): it must exist, so nothing fuses."""
+    x = op1.parameter([2, 8], np.float32, name="x")
+    mvn = _named(op6.mvn(x, op1.constant(np.array([1], np.int64)), True, 1e-5, "inside_sqrt"), "n")
+    y = _named(op1.add(op1.multiply(mvn, op1.constant(np.ones(8, np.float32) * 2)),
+                       op1.constant(np.ones(8, np.float32))), "y")
+    xml = save(_model([y, mvn], [x]), tmp_path, "m")
+    m = irnorm.load(xml)
+    assert all(label != "MVN+Multiply+Add" for label, _ in m.fused_steps)
+    compare_with_openvino(xml, {"x": np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)})
+
+
+def test_no_fusion_with_a_non_constant_scale(tmp_path):
+    x = op1.parameter([2, 8], np.float32, name="x")
+    g = op1.parameter([8], np.float32, name="g")
+    mvn = op6.mvn(x, op1.constant(np.array([1], np.int64)), True, 1e-5, "inside_sqrt")
+    xml = save(_model(_named(op1.multiply(mvn, g), "y"), [x, g]), tmp_path, "m")
+    assert irnorm.load(xml).fused_steps == []
+
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_converts_around_group_norm_fold_into_it(tmp_path, half):
+    """Parameter f16 -> Convert f32 -> GroupNormalization -> Convert f16: the norm reads and writes f16."""
+    rng = np.random.default_rng(4)
+    et = ov.Type.f16 if half == "f16" else ov.Type.bf16
+    x = op1.parameter([1, 32, 8, 8], et, name="x")
+    gn = op12.group_normalization(op1.convert(x, "f32"), op1.constant(rng.standard_normal(32).astype(np.float32)),
+                                  op1.constant(rng.standard_normal(32).astype(np.float32)), 8, 1e-5)
+    xml = save(_model(_named(op1.convert(gn, half), "y"), [x]), tmp_path, "gn")
+    import ml_dtypes
+
+    dt = np.float16 if half == "f16" else ml_dtypes.bfloat16
+    data = (rng.standard_normal((1, 32, 8, 8)) * 2 + 1).astype(dt)
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == ["Convert+GroupNormalization+Convert"]
+    got, want = fused.run({"x": data})["y"], plain.run({"x": data})["y"]
+    assert got.dtype == want.dtype == np.dtype(dt)
+    # one rounding instead of two (f32 then half): at most one ulp of the half type apart
+    ulp = 2.0 ** -10 if half == "f16" else 2.0 ** -7
+    g64, w64 = got.astype(np.float64), want.astype(np.float64)
+    assert np.all(np.abs(g64 - w64) <= ulp * np.maximum(np.abs(w64), 2.0 ** -14) * 1.01)
+    if half == "f16":
+        compare_with_openvino(xml, {"x": data})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_multiply_add_power_is_one_scale_pass(tmp_path, dtype):
+    """The SC1 pattern: per-channel Multiply and Add by constants, then Power by 2."""
+    rng = np.random.default_rng(5)
+    x = op1.parameter([2, 6, 5, 5], dtype, name="x")
+    y = op1.multiply(x, op1.constant(rng.standard_normal((1, 6, 1, 1)).astype(dtype)))
+    y = op1.add(y, op1.constant(rng.standard_normal((1, 6, 1, 1)).astype(dtype)))
+    y = _named(op1.power(y, op1.constant(np.array(2, dtype))), "y")
+    xml = save(_model(y, [x]), tmp_path, "sc")
+    data = rng.standard_normal((2, 6, 5, 5)).astype(dtype)
+    _check(xml, {"x": data}, "Multiply+Add+Power", dtype)
+    compare_with_openvino(xml, {"x": data})
+
+
+@pytest.mark.parametrize("p", [2.0, 0.5, 3.0, -1.0])
+def test_power_by_a_scalar_constant(tmp_path, p):
+    rng = np.random.default_rng(6)
+    x = op1.parameter([3, 40], np.float32, name="x")
+    xml = save(_model(_named(op1.power(x, op1.constant(np.array(p, np.float32))), "y"), [x]), tmp_path, "pw")
+    data = np.abs(rng.standard_normal((3, 40))).astype(np.float32) + 0.1
+    _check(xml, {"x": data}, "Power", np.float32)
+    compare_with_openvino(xml, {"x": data})
+
+
+def test_debugging_runs_see_every_original_layer(tmp_path):
+    """capture= and compare name the original layers even where the plan fuses them."""
+    rng = np.random.default_rng(7)
+    xml = save(_layer_norm((2, 3, 8), np.float32, False, rng=rng), tmp_path, "ln")
+    m = irnorm.load(xml)
+    assert m.fused_steps
+    res = m.run({"x": rng.standard_normal((2, 3, 8)).astype(np.float32)}, capture=True)
+    assert {c.type for c in res.captures} >= {"MVN", "Multiply", "Add"}
+    assert [n.layer.type for n in m.layers_run] == ["MVN", "Multiply", "Add"]
+    report = irnorm.compare(m, "reference")
+    assert report.ok and {r.type for r in report.layers} >= {"MVN", "Multiply", "Add"}
+    prof = m.run({"x": rng.standard_normal((2, 3, 8)).astype(np.float32)}, profile=True)
+    assert [t.type for t in prof.profile] == ["MVN+Multiply+Add"]
+
+
+def test_fused_and_unfused_refuse_bad_inputs_alike(tmp_path):
+    """A dynamic model fed inputs that do not fit: the same coded error with and without fusion."""
+    rng = np.random.default_rng(8)
+    xml = save(_layer_norm((2, 3, 8), np.float32, True, rng=rng), tmp_path, "ln")
+    for bad in ({"x": np.zeros((2, 8), np.float32)}, {"x": np.zeros((2, 3, 5), np.float32)}):
+        codes = []
+        for fuse in (True, False):
+            with pytest.raises(irnorm.InputError) as e:
+                irnorm.load(xml, fuse=fuse).run(bad)
+            codes.append(e.value.code)
+        assert codes[0] == codes[1] == "IRN061"
+
+
+def _rms_norm(shape, dtype, variant, with_weight, rng):
+    """RMSNorm as exporters write it (llama: Power, ReduceMean, Add, Sqrt, Divide(1, .), Multiply(x, .),
+    Multiply(weight, .)); `variant` "div" divides x by the root directly, "rsqrt" uses Power(., -0.5)."""
+    x = op1.parameter([-1, -1, shape[2]], dtype, name="x")
+    ms = op1.reduce_mean(op1.power(x, op1.constant(np.array([[[2.0]]], dtype))), op1.constant(np.array([-1])), True)
+    v = op1.add(ms, op1.constant(np.array([[[1e-6]]], dtype)))
+    if variant == "rsqrt":
+        y = op1.multiply(x, op1.power(v, op1.constant(np.array(-0.5, dtype))))
+    elif variant == "div":
+        y = op1.divide(x, op1.sqrt(v))
+    else:
+        y = op1.multiply(x, op1.divide(op1.constant(np.array([[[1.0]]], dtype)), op1.sqrt(v)))
+    if with_weight:
+        y = op1.multiply(op1.constant(rng.standard_normal((1, 1, shape[2])).astype(dtype)), y)
+    return _model(_named(y, "y"), [x])
+
+
+@pytest.mark.parametrize("variant", ["reciprocal", "div", "rsqrt"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rms_norm_decomposition_is_one_normalization(tmp_path, variant, dtype):
+    rng = np.random.default_rng(9)
+    for with_weight in (True, False):
+        xml = save(_rms_norm((2, 5, 64), dtype, variant, with_weight, rng), tmp_path, f"rms{with_weight}")
+        m = irnorm.load(xml)
+        assert len(m.fused_steps) == 1 and m.fused_steps[0][0].startswith("RMSNorm("), m.fused_steps
+        for shape in [(2, 5, 64), (1, 9, 64)]:
+            x = (rng.standard_normal(shape) * 4).astype(dtype)
+            x[0, 0] = 0  # an all-zero row: eps keeps it finite
+            got, want = m.run({"x": x})["y"], irnorm.load(xml, fuse=False).run({"x": x})["y"]
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=TOL[dtype][0] * 4,
+                                       atol=TOL[dtype][1] * 4 * float(np.abs(want).max()))
+            compare_with_openvino(xml, {"x": x})
+
+
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_f_normalize_decomposition_is_one_normalization(tmp_path, with_weight):
+    """ReduceL2 -> Maximum(eps) -> Divide(x, .) [-> Multiply by a weight] (torch's F.normalize, SSD's L2Norm)."""
+    rng = np.random.default_rng(10)
+    x = op1.parameter([-1, 16, 5, 5], np.float32, name="x")
+    n = op1.maximum(op1.constant(np.array(1e-12, np.float32)),
+                    ov.opset4.reduce_l2(x, op1.constant(np.array([1])), True))
+    y = op1.divide(x, n)
+    if with_weight:
+        y = op1.multiply(op1.constant(np.full((1, 16, 1, 1), 20.0, np.float32)), y)
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "l2")
+    m = irnorm.load(xml)
+    assert len(m.fused_steps) == 1 and m.fused_steps[0][0].startswith("L2Norm(")
+    data = rng.standard_normal((3, 16, 5, 5)).astype(np.float32)
+    data[0, :, 0, 0] = 0  # a zero vector: divided by eps, stays 0
+    got, want = m.run({"x": data})["y"], irnorm.load(xml, fuse=False).run({"x": data})["y"]
+    np.testing.assert_allclose(got, want, rtol=4e-6, atol=4e-6 * float(np.abs(want).max()))
+    assert np.all(got[0, :, 0, 0] == 0)
+    compare_with_openvino(xml, {"x": data})

@@ -1,0 +1,270 @@
+"""Convolution-1, GroupConvolution-1, ConvolutionBackpropData-1 beyond the conformance table: every
+shape/attribute rule as a malformed-IR test, run-time rule failures under dynamic dims, the batch
+chunking of the unfolded buffer, auto_pad same_* with the explicit pads exports write next to it, and
+an OpenVINO-written conv -> depthwise conv -> matmul chain (f16 weights behind decompression
+Converts) run at two dynamic input shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from irbuilder import element_type, expect_error, run_model, single_op_model
+from ovutil import HAVE_OPENVINO, compare_with_openvino, requires_openvino, save
+
+import irnorm
+from irnorm import reference as R
+from irnorm.errors import InputError
+
+if HAVE_OPENVINO:
+    import openvino as ov
+    import openvino.opset1 as op1
+
+ATTRS = {"strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1], "auto_pad": "explicit"}
+
+
+def _conv(type_, x_shape, w, attrs=None, out_rank=None, extra=(), et="f32"):
+    attrs = dict(ATTRS, **(attrs or {}))
+    rank = out_rank if out_rank is not None else len(x_shape)
+    return single_op_model(type_, [("param:x", (x_shape, et)), ("w", w), *extra],
+                           [((-1,) * rank, "dynamic")], attrs, version="opset1")
+
+
+def _w(*shape):
+    return np.ones(shape, np.float32)
+
+
+def test_channel_mismatch(tmp_path):
+    expect_error(_conv("Convolution", (1, 3, 8, 8), _w(4, 2, 3, 3)), tmp_path / "c", "IRN032", "C_in=3")
+    expect_error(_conv("GroupConvolution", (1, 6, 8, 8), _w(3, 2, 3, 3, 3)), tmp_path / "g", "IRN032", "3*3 = 9")
+    expect_error(_conv("ConvolutionBackpropData", (1, 3, 8, 8), _w(4, 2, 3, 3)), tmp_path / "b", "IRN032", "C_in=3")
+
+
+def test_groups_not_dividing(tmp_path):
+    expect_error(_conv("GroupConvolution", (1, 7, 8, 8), _w(2, 2, 3, 3, 3)), tmp_path, "IRN032", "not divisible")
+
+
+@pytest.mark.parametrize("name", ["pads_begin", "pads_end"])
+def test_negative_pads(tmp_path, name):
+    expect_error(_conv("Convolution", (1, 2, 8, 8), _w(4, 2, 3, 3), {name: [0, -1]}), tmp_path, "IRN023", name)
+
+
+@pytest.mark.parametrize("attrs, fragment", [({"strides": [1, 0]}, "strides"), ({"dilations": [0, 1]}, "dilations")])
+def test_strides_dilations_positive(tmp_path, attrs, fragment):
+    expect_error(_conv("Convolution", (1, 2, 8, 8), _w(4, 2, 3, 3), attrs), tmp_path, "IRN023", fragment)
+
+
+def test_negative_output_padding(tmp_path):
+    expect_error(_conv("ConvolutionBackpropData", (1, 2, 4, 4), _w(2, 3, 3, 3), {"output_padding": [0, -1]}),
+                 tmp_path, "IRN023", "output_padding")
+
+
+def test_kernel_larger_than_padded_input(tmp_path):
+    d = expect_error(_conv("Convolution", (1, 2, 4, 4), _w(3, 2, 3, 3), {"dilations": [2, 2], "pads_end": [0, 0]}),
+                     tmp_path / "dil", "IRN032", "larger than the padded input")
+    assert "5 = 2*(3-1)+1" in d.message
+    # pads that make it fit are fine
+    x = np.ones((1, 2, 4, 4), np.float32)
+    y = run_model(_conv("Convolution", x.shape, _w(3, 2, 3, 3), {"dilations": [2, 2], "pads_end": [1, 1]}),
+                  tmp_path / "ok", {"x": x})["y"]
+    assert y.shape == (1, 3, 1, 1)
+
+
+def test_kernel_larger_than_input_at_run_time(tmp_path):
+    m = irnorm.load(_conv("Convolution", (1, 2, -1, -1), _w(3, 2, 3, 3)).save(tmp_path))
+    assert m.run({"x": np.ones((1, 2, 3, 5), np.float32)})["y"].shape == (1, 3, 1, 3)
+    with pytest.raises(InputError) as e:
+        m.run({"x": np.ones((1, 2, 2, 5), np.float32)})
+    assert e.value.code == "IRN064" and "larger than the padded input" in str(e.value)
+
+
+@pytest.mark.parametrize("type_, w, fragment", [
+    ("Convolution", _w(3, 2, 3), "rank 3"),
+    ("Convolution", _w(1, 3, 2, 3, 3), "rank 5"),
+    ("GroupConvolution", _w(3, 2, 3, 3), "rank 4"),
+    ("ConvolutionBackpropData", _w(2, 3, 3, 3, 3), "rank 5"),
+])
+def test_wrong_weight_rank(tmp_path, type_, w, fragment):
+    expect_error(_conv(type_, (1, 2, 8, 8), w), tmp_path, "IRN032", fragment)
+
+
+def test_data_rank(tmp_path):
+    expect_error(_conv("Convolution", (1, 2), _w(3, 2), {"strides": [], "dilations": [], "pads_begin": [],
+                                                         "pads_end": []}), tmp_path, "IRN032", "1 to 3 spatial")
+
+
+def test_attribute_length_must_match_spatial_rank(tmp_path):
+    expect_error(_conv("Convolution", (1, 2, 8, 8), _w(3, 2, 3, 3), {"strides": [1, 1, 1]}), tmp_path / "s",
+                 "IRN032", "strides has 3 values")
+    expect_error(_conv("Convolution", (1, 2, 8, 8), _w(3, 2, 3, 3), {"pads_begin": [1]}), tmp_path / "p",
+                 "IRN032", "pads_begin has 1 values")
+
+
+def test_bad_auto_pad_and_types(tmp_path):
+    expect_error(_conv("Convolution", (1, 2, 8, 8), _w(3, 2, 3, 3), {"auto_pad": "same"}), tmp_path / "a",
+                 "IRN021", "auto_pad")
+    b = single_op_model("Convolution", [("param:x", ((1, 2, 8, 8), "f32")), ("w", np.ones((3, 2, 3, 3), np.float16))],
+                        [((-1,) * 4, "dynamic")], ATTRS, version="opset1")
+    expect_error(b, tmp_path / "t", "IRN033", "filter")
+    b = single_op_model("Convolution", [("param:x", ((1, 2, 8, 8), "boolean")), ("w", np.ones((3, 2, 3, 3), bool))],
+                        [((-1,) * 4, "dynamic")], ATTRS, version="opset1")
+    expect_error(b, tmp_path / "b", "IRN033", "numeric")
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int64])
+def test_integer_convolution_wraps_exactly(tmp_path, dt):
+    """Integer data: exact sums wrapped to the element type (int8: 4*9*4*4 = 576 wraps to 64)."""
+    x = np.full((1, 4, 5, 5), 4, dt)
+    w = np.full((2, 4, 3, 3), 4, dt)
+    y = run_model(_conv("Convolution", x.shape, w, et=element_type(dt)), tmp_path, {"x": x})["y"]
+    assert y.dtype == dt
+    np.testing.assert_array_equal(y, np.full((1, 2, 3, 3), 576, np.int64).astype(dt))
+
+
+def test_output_shape_input_rules(tmp_path):
+    base = ("ConvolutionBackpropData", (1, 2, 4, 4), _w(2, 3, 3, 3))
+    expect_error(_conv(*base, extra=[("os", np.array([5, 5, 5], np.int64))]), tmp_path / "n", "IRN032", "3 values")
+    expect_error(_conv(*base, extra=[("os", np.array([5.0, 5.0], np.float32))]), tmp_path / "t", "IRN033",
+                 "integer")
+    expect_error(_conv(*base, extra=[("os", np.array([5, -1], np.int64))]), tmp_path / "neg", "IRN032", "negative")
+
+
+def test_same_upper_ignores_explicit_pads_dynamic(tmp_path):
+    """auto_pad same_* next to pads attributes (as exports write them): pads are computed from the run-time
+    input size, the attributes ignored."""
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+    attrs = {"strides": [2, 3], "pads_begin": [5, 5], "pads_end": [0, 7], "auto_pad": "same_lower"}
+    m = irnorm.load(_conv("Convolution", (-1, 3, -1, -1), w, attrs).save(tmp_path))
+    for shape in [(1, 3, 7, 8), (2, 3, 6, 11)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        y = m.run({"x": x})["y"]
+        exp = R.convolution(x, w, [2, 3], [0, 0], [0, 0], [1, 1], "same_lower")
+        assert y.shape == (shape[0], 4, -(-shape[2] // 2), -(-shape[3] // 3))
+        np.testing.assert_allclose(y, exp, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("budget", [300, 2000])
+def test_tiles_of_the_unfolded_buffer(tmp_path, monkeypatch, budget):
+    """A small unfold budget forces one GEMM per block of output rows (300) or of images (2000);
+    results are unchanged."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 4, 6, 7)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 2, 3, 3)).astype(np.float32)  # grouped, not depthwise
+    wd = rng.standard_normal((4, 2, 2, 3)).astype(np.float32)
+    exp = R.group_convolution(x, w, [1, 2], [1, 0], [1, 2], [1, 1])
+    expd = R.convolution_backprop_data(x, wd, [2, 1], [1, 0], [0, 1], [1, 2])
+    monkeypatch.setattr(conv, "COL_BUDGET", budget)
+    y = run_model(_conv("GroupConvolution", x.shape, w, {"strides": [1, 2], "pads_begin": [1, 0],
+                                                         "pads_end": [1, 2]}), tmp_path / "g", {"x": x})["y"]
+    np.testing.assert_allclose(y, exp, rtol=1e-5, atol=1e-5)
+    y = run_model(_conv("ConvolutionBackpropData", x.shape, wd, {"strides": [2, 1], "pads_begin": [1, 0],
+                                                                 "pads_end": [0, 1], "dilations": [1, 2]}),
+                  tmp_path / "b", {"x": x})["y"]
+    np.testing.assert_allclose(y, expd, rtol=1e-5, atol=1e-5)
+
+
+def test_empty_batch_and_zero_channels(tmp_path):
+    m = irnorm.load(_conv("Convolution", (-1, 2, 5, 5), _w(3, 2, 3, 3)).save(tmp_path / "n"))
+    assert m.run({"x": np.ones((0, 2, 5, 5), np.float32)})["y"].shape == (0, 3, 3, 3)
+    y = run_model(_conv("Convolution", (1, 0, 5, 5), _w(3, 0, 3, 3)), tmp_path / "c",
+                  {"x": np.ones((1, 0, 5, 5), np.float32)})["y"]
+    np.testing.assert_array_equal(y, np.zeros((1, 3, 3, 3), np.float32))
+
+
+def test_backprop_runtime_output_shape(tmp_path):
+    """A non-constant output_shape (a model input) is read when running."""
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    attrs = dict(ATTRS, strides=[2, 2], auto_pad="same_upper")
+    b = single_op_model("ConvolutionBackpropData", [("param:x", ((1, 2, 4, 4), "f32")), ("w", w),
+                                                     ("param:os", ((2,), "i64"))],
+                        [((-1,) * 4, "dynamic")], attrs, version="opset1")
+    m = irnorm.load(b.save(tmp_path))
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    for os_ in ([8, 8], [7, 9]):
+        y = m.run({"x": x, "os": np.array(os_, np.int64)})["y"]
+        exp = R.convolution_backprop_data(x, w, [2, 2], [0, 0], [0, 0], [1, 1], "same_upper", None, os_)
+        np.testing.assert_allclose(y, exp, rtol=1e-5, atol=1e-5)
+
+
+@requires_openvino
+def test_openvino_conv_chain_two_dynamic_shapes(tmp_path):
+    """Conv 3x3 (same_upper) -> depthwise 3x3 stride 2 -> MatMul over the last axis, written by OpenVINO with
+    f16-compressed weights; batch and height dynamic, run at two shapes."""
+    rng = np.random.default_rng(8)
+    x = op1.parameter(ov.PartialShape([-1, 3, -1, 12]), np.float32, name="x")
+    c1 = op1.convolution(x, op1.constant(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3),
+                         [1, 1], [1, 1], [1, 1], [1, 1], "same_upper")
+    c2 = op1.group_convolution(c1, op1.constant(rng.standard_normal((8, 1, 1, 3, 3)).astype(np.float32) * 0.3),
+                               [2, 2], [1, 1], [1, 1], [1, 1])
+    mm = op1.matmul(c2, op1.constant(rng.standard_normal((5, 6)).astype(np.float32)), False, True)
+    mm.output(0).get_tensor().set_names({"y"})
+    xml = save(ov.Model([mm], [x], "chain"), tmp_path, "chain", compress_to_fp16=True)
+    text = xml.read_text()
+    assert "GroupConvolution" in text and "MatMul" in text and 'element_type="f16"' in text
+    for shape in [(1, 3, 10, 12), (2, 3, 7, 12)]:
+        got = compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})["y"]
+        assert got.shape == (shape[0], 8, -(-shape[2] // 2), 5)
+
+
+def test_empty_kernel_and_out_of_range_attributes(tmp_path):
+    expect_error(_conv("Convolution", (1, 2, 5, 5), _w(3, 2, 0, 3)), tmp_path / "k", "IRN032", "empty kernel")
+    expect_error(_conv("ConvolutionBackpropData", (1, 2, 5, 5), _w(2, 3, 3, 0)), tmp_path / "kb", "IRN032",
+                 "empty kernel")
+    # int32 range: the kernels' int64 index arithmetic cannot overflow
+    expect_error(_conv("Convolution", (1, 2, 5, 5), _w(3, 2, 3, 3), {"strides": [2**31, 1]}), tmp_path / "s",
+                 "IRN023", "strides must all be in [1, 2147483647]")
+    expect_error(_conv("Convolution", (1, 2, 5, 5), _w(3, 2, 3, 3), {"pads_begin": [2**70, 0]}), tmp_path / "p",
+                 "IRN023", "pads_begin")
+
+
+def test_backprop_runtime_output_shape_out_of_range(tmp_path):
+    b = single_op_model("ConvolutionBackpropData", [("param:x", ((1, 2, 4, 4), "f32")), ("w", _w(2, 3, 3, 3)),
+                                                     ("param:os", ((2,), "i64"))],
+                        [((-1,) * 4, "dynamic")], ATTRS, version="opset1")
+    m = irnorm.load(b.save(tmp_path))
+    x = np.ones((1, 2, 4, 4), np.float32)
+    for os_, fragment in (([2**40, 3], "does not fit"), ([2**30, 2**30], "cannot allocate"),
+                          ([-1, 3], "does not fit")):
+        with pytest.raises(InputError) as e:
+            m.run({"x": x, "os": np.array(os_, np.int64)})
+        assert e.value.code == "IRN064" and fragment in str(e.value), str(e.value)
+
+
+@requires_openvino
+@pytest.mark.parametrize("compress", [True, False])
+def test_onnx_export_conv_group_deconv_matmul(tmp_path, compress):
+    """A real export path: an ONNX graph (Conv auto_pad SAME_UPPER with bias, depthwise Conv, ConvTranspose,
+    MatMul) converted by OpenVINO's ONNX frontend and written by save_model (f16-compressed weights behind
+    decompression Converts, or f32), dynamic batch and height; irnorm against OpenVINO and onnxruntime."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    weights = {"W1": rng.standard_normal((8, 3, 3, 3)) * 0.3, "B1": rng.standard_normal(8),
+               "W2": rng.standard_normal((8, 1, 3, 3)) * 0.3, "W3": rng.standard_normal((8, 4, 2, 2)) * 0.3,
+               "W4": rng.standard_normal((32, 6))}
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], auto_pad="SAME_UPPER", strides=[2, 2]),
+             helper.make_node("Conv", ["c1", "W2"], ["c2"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("ConvTranspose", ["c2", "W3"], ["c3"], strides=[2, 2]),
+             helper.make_node("MatMul", ["c3", "W4"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, "H2", 6])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    onnx_path = tmp_path / "chain.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(onnx_path))
+    xml = save(ov.convert_model(str(onnx_path)), tmp_path, "chain", compress_to_fp16=compress)
+    text = xml.read_text()
+    assert 'auto_pad="same_upper"' in text and "ConvolutionBackpropData" in text and "GroupConvolution" in text
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    for shape in [(1, 3, 16, 32), (2, 3, 11, 32)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = compare_with_openvino(xml, {"x": x})["y"]
+        assert got.shape == (shape[0], 4, 2 * -(-shape[2] // 2), 6)
+        if not compress:
+            (exp,) = sess.run(None, {"x": x})
+            np.testing.assert_allclose(got, exp, rtol=1e-4, atol=1e-4 * float(np.abs(exp).max()))

@@ -1,0 +1,129 @@
+"""MatMul-1 beyond the conformance table: the shape/type rules as malformed-IR tests, a run-time
+inner-dim mismatch under dynamic dims, integer and empty products, the batched-2-D GEMM path, and a
+Linear layer written by OpenVINO with an f16 weight behind a decompression Convert, run at two
+dynamic input shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from irbuilder import expect_error, run_model, single_op_model
+from ovutil import HAVE_OPENVINO, compare_with_openvino, requires_openvino, save
+
+import irnorm
+from irnorm import reference as R
+from irnorm.errors import InputError
+from irnorm.ops.base import RuleError
+from irnorm.ops.matmul import matmul_shape
+
+if HAVE_OPENVINO:
+    import openvino as ov
+    import openvino.opset1 as op1
+
+
+def _mm(a_shape, b_shape, et="f32", et_b=None, attrs=None):
+    """A MatMul of two Parameters; the output is declared with the rank the rule gives (dims and type
+    left dynamic), or [?] when the rule fails."""
+    attrs = attrs or {}
+    try:
+        rank = len(matmul_shape(a_shape, b_shape, attrs.get("transpose_a") is True, attrs.get("transpose_b") is True))
+    except RuleError:
+        rank = 1
+    return single_op_model("MatMul", [("param:a", (a_shape, et)), ("param:b", (b_shape, et_b or et))],
+                           [((-1,) * rank, "dynamic")], attrs, version="opset1")
+
+
+@pytest.mark.parametrize("a_shape, b_shape, attrs, fragment", [
+    ((2, 3), (4, 5), {}, "inner dims differ"),
+    ((2, 3), (2, 3), {"transpose_a": "false", "transpose_b": "false"}, "K=3"),
+    ((3,), (4,), {}, "inner dims differ"),
+    ((2, 3, 4), (5, 4, 6), {}, "do not broadcast"),
+    ((), (3, 4), {}, "scalar"),
+])
+def test_shape_rule(tmp_path, a_shape, b_shape, attrs, fragment):
+    expect_error(_mm(a_shape, b_shape, attrs=attrs), tmp_path, "IRN032", fragment)
+
+
+def test_transpose_makes_it_fit(tmp_path):
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    b = np.arange(12, dtype=np.float32).reshape(4, 3)
+    y = run_model(_mm(a.shape, b.shape, attrs={"transpose_a": True, "transpose_b": True}), tmp_path,
+                  {"a": a, "b": b})["y"]
+    np.testing.assert_array_equal(y, a.T @ b.T)
+
+
+def test_type_rules(tmp_path):
+    expect_error(_mm((2, 3), (3, 4), "f32", "f16"), tmp_path / "mixed", "IRN033", "same as A")
+    expect_error(_mm((2, 3), (3, 4), "boolean"), tmp_path / "bool", "IRN033", "numeric")
+
+
+def test_bad_transpose_attribute(tmp_path):
+    expect_error(_mm((2, 3), (3, 4), attrs={"transpose_a": "maybe"}), tmp_path, "IRN021", "transpose_a")
+
+
+def test_runtime_inner_dim_mismatch(tmp_path):
+    m = irnorm.load(_mm((-1, -1), (-1, 4)).save(tmp_path))
+    y = m.run({"a": np.ones((2, 3), np.float32), "b": np.ones((3, 4), np.float32)})["y"]
+    np.testing.assert_array_equal(y, np.full((2, 4), 3, np.float32))
+    with pytest.raises(InputError) as e:
+        m.run({"a": np.ones((2, 3), np.float32), "b": np.ones((5, 4), np.float32)})
+    assert e.value.code == "IRN064"
+
+
+@pytest.mark.parametrize("et, dt", [("i64", np.int64), ("i32", np.int32), ("u8", np.uint8)])
+def test_integer_products_are_exact(tmp_path, et, dt):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 9, size=(2, 3, 4)).astype(dt)
+    b = rng.integers(0, 9, size=(4, 5)).astype(dt)
+    y = run_model(_mm(a.shape, b.shape, et), tmp_path, {"a": a, "b": b})["y"]
+    assert y.dtype == dt
+    np.testing.assert_array_equal(y, R.matmul(a, b).astype(dt))  # u8 wraps like C++ arithmetic
+
+
+def test_empty_inner_dim_gives_zeros(tmp_path):
+    y = run_model(_mm((2, 0), (0, 3)), tmp_path, {"a": np.ones((2, 0), np.float32),
+                                                   "b": np.ones((0, 3), np.float32)})["y"]
+    np.testing.assert_array_equal(y, np.zeros((2, 3), np.float32))
+
+
+def test_vector_operands_and_fresh_outputs(tmp_path):
+    """1-D x 1-D is a scalar; 1-D x batched removes the unsqueezed dim; outputs own their memory."""
+    a, b = np.arange(3, dtype=np.float32), np.arange(3, dtype=np.float32) + 1
+    y = run_model(_mm((3,), (3,)), tmp_path / "dot", {"a": a, "b": b})["y"]
+    assert y.shape == () and y == np.dot(a, b)
+    bb = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    y = run_model(_mm((3,), (2, 3, 4)), tmp_path / "vb", {"a": a, "b": bb})["y"]
+    np.testing.assert_array_equal(y, np.matmul(a, bb))
+    assert y.shape == (2, 4) and y.flags.owndata
+
+
+def test_batched_a_against_const_2d_b(tmp_path):
+    """[B, M, K] x const [N, K]^T: the one-GEMM path for a Linear layer, f16 weights."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((6, 5)).astype(np.float16)
+    b = single_op_model("MatMul", [("param:a", ((-1, -1, 5), "f16")), ("w", w)], [((-1, -1, 6), "f16")],
+                        {"transpose_b": True}, version="opset1")
+    m = irnorm.load(b.save(tmp_path))
+    for shape in [(2, 3, 5), (1, 7, 5)]:
+        a = rng.standard_normal(shape).astype(np.float16)
+        y = m.run({"a": a})["y"]
+        assert y.dtype == np.float16
+        np.testing.assert_allclose(y.astype(np.float64), R.matmul(a, w, False, True), rtol=2e-3, atol=2e-3)
+
+
+@requires_openvino
+def test_openvino_linear_layer_f16_weight_two_shapes(tmp_path):
+    """An OpenVINO-written Linear layer (weight compressed to f16 + decompression Convert), batched
+    A with dynamic batch and sequence dims, run at two shapes."""
+    rng = np.random.default_rng(7)
+    x = op1.parameter(ov.PartialShape([-1, -1, 16]), np.float32, name="x")
+    w = rng.standard_normal((24, 16)).astype(np.float32)
+    y = op1.matmul(x, op1.constant(w), False, True)
+    y2 = op1.matmul(y, op1.constant(rng.standard_normal((24,)).astype(np.float32)), False, False)
+    y.output(0).get_tensor().set_names({"y"})
+    y2.output(0).get_tensor().set_names({"v"})
+    xml = save(ov.Model([y, y2], [x], "linear"), tmp_path, "linear", compress_to_fp16=True)
+    assert "Convert" in xml.read_text()
+    for shape in [(2, 5, 16), (1, 9, 16)]:
+        got = compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})
+        assert got["y"].shape == shape[:2] + (24,) and got["v"].shape == shape[:2]
