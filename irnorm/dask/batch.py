@@ -439,6 +439,7 @@ RULES: dict[str, Rule] = {
     "Normalization": _reduces(_trt_norm_axes),
     "Scale": _reduces(_scale_axes),
     "Softmax": _reduces(_attr_axis),
+    "SoftMax": _reduces(_attr_axis),  # Softmax-1's spelling
     "LogSoftmax": _reduces(_attr_axis),
     "ReduceMean": _reduces(_input_axes(1), keep_rank=False),
     "ReduceSum": _reduces(_input_axes(1), keep_rank=False),
@@ -447,6 +448,8 @@ RULES: dict[str, Rule] = {
     "ReduceProd": _reduces(_input_axes(1), keep_rank=False),
     "ReduceL1": _reduces(_input_axes(1), keep_rank=False),
     "ReduceL2": _reduces(_input_axes(1), keep_rank=False),
+    "ReduceLogicalAnd": _reduces(_input_axes(1), keep_rank=False),
+    "ReduceLogicalOr": _reduces(_input_axes(1), keep_rank=False),
     "GroupNormalization": _per_sample,
     "BatchNormInference": _per_sample,
     "AvgPool": _per_sample,
