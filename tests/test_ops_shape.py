@@ -431,7 +431,7 @@ def test_malformed_concat(tmp_path, inputs, axis, code, fragments):
 @pytest.mark.parametrize("type_,inputs,attrs,version,code,fragments", [
     ("Squeeze", [X23, np.array([2], I64)], None, "opset1", "IRN032", ("axes value 2 is out of range",)),
     ("Squeeze", [X23, np.array([0], I64)], {"allow_axis_skip": "perhaps"}, "opset15", "IRN021", ("allow_axis_skip",)),
-    ("Squeeze", [X23, ("param", "a", (1,), "i64")], None, "opset1", "IRN034", ("axes", "constant")),
+    ("Squeeze", [X23, ("param", "a", (1,), "f32")], None, "opset1", "IRN033", ("axes", "integer")),
     ("Unsqueeze", [X23, np.zeros(0, I64)], None, "opset1", "IRN032", ("axes is empty",)),
     ("Unsqueeze", [X23, np.array([3], I64)], None, "opset1", "IRN032", ("axes value 3 is out of range [-3, 2]",)),
     ("Unsqueeze", [X23, np.array([[0]], I64)], None, "opset1", "IRN032", ("axes must be a scalar or 1-D",)),

@@ -24,9 +24,9 @@ from ..ir.tensor import TensorInfo, fmt_shape
 __all__ = [
     "AUTO_BROADCAST",
     "EXTENSION_OPSET", "LATEST_OPSET", "Kernel", "NodeContext", "Op", "PartialInfo", "RuleError", "TensorInfo",
-    "all_ops", "broadcast_shape", "constant_axes", "fail", "fmt_shape", "known_versions", "lookup", "merge_dim",
-    "normalize_axes", "partial_of", "prod", "register", "require_float", "require_same_type", "runtime_error",
-    "same_dim", "with_partial",
+    "all_ops", "broadcast_shape", "constant_axes", "fail", "fmt_shape", "int_list_length", "known_versions", "lookup",
+    "merge_dim", "normalize_axes", "partial_of", "prod", "register", "require_float", "require_same_type",
+    "runtime_error", "same_dim", "with_partial",
 ]
 
 def _auto_broadcast(text: str) -> str:
@@ -186,17 +186,28 @@ def require_same_type(ctx: NodeContext, i: int, j: int, what: str) -> None:
         raise fail("IRN033", f"{what} has element type {b}, expected {a} (same as input {i})")
 
 
+def int_list_length(ctx: NodeContext, index: int, what: str, *, scalar_ok: bool = True, where: str = ""
+                    ) -> int | None:
+    """Check that input `index` is an integer scalar (when `scalar_ok`) or 1-D tensor (axes, lengths)
+    and return how many values it holds: None when that is dynamic.  Used for such inputs whether they
+    are constants or arrive at run time (ONNX opset-18 exports pass reduce axes as model inputs)."""
+    info = ctx.inputs[index]
+    if info.dtype not in INT_TYPES:
+        raise fail("IRN033", f"{what}{where} must be an integer tensor, got {info.dtype}")
+    if info.shape is None:
+        return None
+    if len(info.shape) not in ((0, 1) if scalar_ok else (1,)):
+        kind = "a scalar or 1-D" if scalar_ok else "1-D"
+        raise fail("IRN032", f"{what}{where} must be {kind}, got {fmt_shape(info.shape)}")
+    return 1 if not info.shape else (None if info.shape[0] == -1 else info.shape[0])
+
+
 def constant_axes(ctx: NodeContext, index: int, rank: int | None, what: str = "axes", *, unique: bool = True,
                   scalar_ok: bool = True, where: str = "") -> list[int] | None:
     """A constant axes input (1-D integer tensor, or a scalar when `scalar_ok`), normalized to [0, rank)
     in the given order (None when the rank is unknown).  `unique` makes repeated axes an error;
     `where` (e.g. " (input 1)") is added to the type and shape messages."""
-    info = ctx.inputs[index]
-    if info.dtype not in INT_TYPES:
-        raise fail("IRN033", f"{what}{where} must be an integer tensor, got {info.dtype}")
-    if info.shape is not None and len(info.shape) not in ((0, 1) if scalar_ok else (1,)):
-        kind = "a scalar or 1-D" if scalar_ok else "1-D"
-        raise fail("IRN032", f"{what}{where} must be {kind}, got {fmt_shape(info.shape)}")
+    int_list_length(ctx, index, what, scalar_ok=scalar_ok, where=where)
     raw = [int(a) for a in ctx.const(index, what).reshape(-1)]
     if rank is None:
         return None

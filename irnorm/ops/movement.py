@@ -19,10 +19,12 @@ from .base import (
     Kernel,
     NodeContext,
     Op,
+    RuleError,
     TensorInfo,
     constant_axes,
     fail,
     fmt_shape,
+    int_list_length,
     normalize_axes,
     partial_of,
     register,
@@ -150,7 +152,7 @@ class VariadicSplit(Op):
     opsets = (1, None)
     inputs = (3, 3)
     outputs = (1, 1 << 16)
-    doc = "parts of the given lengths along a constant axis (one length may be -1: the rest)."
+    doc = "parts of the given lengths (constant or run-time) along an axis (one length may be -1: the rest)."
 
     @staticmethod
     def _lengths(lengths: list[int], d: int) -> list[int]:
@@ -169,6 +171,20 @@ class VariadicSplit(Op):
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         x = ctx.inputs[0]
         _int_input(ctx, 2, "split_lengths")
+        if ctx.inputs[2].value is None or ctx.inputs[1].value is None:  # known at run time only
+            count = int_list_length(ctx, 2, "split_lengths", scalar_ok=False)
+            if count is not None and count != ctx.num_outputs:
+                raise fail("IRN017", f"split_lengths has {count} values but the layer declares "
+                                     f"{ctx.num_outputs} outputs")
+            shape = None
+            if x.shape is not None:
+                if ctx.inputs[1].value is None:
+                    int_list_length(ctx, 1, "axis")
+                    shape = (-1,) * len(x.shape)
+                else:
+                    ax = _axis(ctx, 1, len(x.shape))
+                    shape = x.shape[:ax] + (-1,) + x.shape[ax + 1:]
+            return [TensorInfo(shape, x.dtype) for _ in range(ctx.num_outputs)]
         lengths = _ints(ctx.const(2, "split_lengths"))
         if len(lengths) != ctx.num_outputs:
             raise fail("IRN017", f"split_lengths has {len(lengths)} values but the layer declares "
@@ -185,15 +201,18 @@ class VariadicSplit(Op):
         return outs
 
     def build(self, ctx: NodeContext) -> Kernel:
-        layer = ctx.layer
+        layer, n_out = ctx.layer, ctx.num_outputs
 
         def run(ins):
             x = ins[0]
             ax = normalize_axes(_ints(ins[1]), x.ndim, "axis")[0]
+            lengths = _ints(ins[2])
+            if len(lengths) != n_out:
+                raise runtime_error(layer, f"split_lengths has {len(lengths)} values, the layer has {n_out} outputs")
             try:
-                sizes = self._lengths(_ints(ins[2]), x.shape[ax])
-            except Exception as e:
-                raise runtime_error(layer, str(e)) from None
+                sizes = self._lengths(lengths, x.shape[ax])
+            except RuleError as e:
+                raise runtime_error(layer, e.message) from None
             return [np.ascontiguousarray(v) for v in np.split(x, np.cumsum(sizes)[:-1], axis=ax)]
 
         return run

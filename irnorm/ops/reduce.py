@@ -1,9 +1,11 @@
 """ReduceMean-1, ReduceSum-1, ReduceMax-1, ReduceMin-1, ReduceProd-1, ReduceLogicalAnd-1,
 ReduceLogicalOr-1 (opset1+) and ReduceL1-4, ReduceL2-4 (opset4+).
 
-Inputs: data, and a constant axes tensor (scalar or 1-D integer; negative axes count from the
-back; repeated axes act as a set, as in OpenVINO).  ``keep_dims`` (default false) keeps each
-reduced axis as a size-1 dim.  The output has the input's element type.
+Inputs: data, and an axes tensor (scalar or 1-D integer; negative axes count from the back;
+repeated axes act as a set, as in OpenVINO).  Axes may arrive at run time (ONNX opset-18 exports):
+the output dims are then dynamic and, without keep_dims, the rank is the data's minus the number of
+axes (docs/ir-format.md §12 item 13); a repeated axis that would break that rank is IRN064.
+``keep_dims`` (default false) keeps each reduced axis as a size-1 dim.  The output has the input's element type.
 
 * Empty axes reduce over nothing: each output element is the reduction of one element, i.e. the
   input for Sum, Mean and Max and ``|x|`` for L2 (OpenVINO's reference and CPU plugin agree; the CPU
@@ -33,13 +35,40 @@ import numpy as np
 from ..ir.attrs import AttrSchema, optional, parse_bool
 from ..ir.dtypes import cast, compute_dtype, is_float_dtype
 from ..kernels.opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
-from .base import Kernel, NodeContext, Op, TensorInfo, constant_axes, fail, normalize_axes, register
+from .base import (
+    Kernel,
+    NodeContext,
+    Op,
+    TensorInfo,
+    constant_axes,
+    fail,
+    int_list_length,
+    normalize_axes,
+    register,
+    runtime_error,
+)
 
 
 def axes_input(ctx: NodeContext, index: int, rank: int, what: str = "axes", allow_repeats: bool = True
                ) -> list[int]:
     """A constant axes input (scalar or 1-D integer tensor), normalized to sorted unique [0, rank)."""
     return sorted(set(constant_axes(ctx, index, rank, what, unique=not allow_repeats)))
+
+
+def runtime_axes_shape(ctx: NodeContext, shape: tuple[int, ...] | None, keep_dims: bool) -> tuple[int, ...] | None:
+    """The output shape of a reduction whose axes arrive at run time: which dims go is unknown, so
+    every dim is dynamic (a size-1 dim stays 1 with keep_dims); without keep_dims the rank drops by
+    the number of axes, when that number is known (None otherwise)."""
+    count = int_list_length(ctx, 1, "axes")
+    if shape is None:
+        return None
+    if keep_dims:
+        return tuple(1 if d == 1 else -1 for d in shape)
+    if count is None:
+        return None
+    if count > len(shape):
+        raise fail("IRN032", f"axes holds {count} values, more than the data's rank {len(shape)}")
+    return (-1,) * (len(shape) - count)
 
 
 def reduced_shape(shape: tuple[int, ...], axes: list[int], keep_dims: bool) -> tuple[int, ...]:
@@ -138,6 +167,8 @@ class _Reduce(Op):
             need = "boolean" if self.logical else "numeric (not boolean)"
             raise fail("IRN033", f"{self.type} takes {need} data, got {x.dtype}")
         keep = ctx.attrs["keep_dims"]
+        if ctx.inputs[1].value is None:  # axes known only at run time
+            return [TensorInfo(runtime_axes_shape(ctx, x.shape, keep), x.dtype)]
         if x.shape is None:
             ctx.const(1, "axes")
             return [TensorInfo(None, x.dtype)]
@@ -150,10 +181,20 @@ class _Reduce(Op):
     def build(self, ctx: NodeContext) -> Kernel:
         kind = self.kind
         keep = ctx.attrs["keep_dims"]
+        layer = ctx.layer
+        # Axes given at run time: the output rank promised at load time must hold (repeated axes would break it).
+        out_rank = None
+        if ctx.inputs[1].value is None and ctx.inputs[0].shape is not None:
+            shape = runtime_axes_shape(ctx, ctx.inputs[0].shape, keep)
+            out_rank = None if shape is None else len(shape)
 
         def run(ins):
             x = ins[0]
-            axes = sorted(set(normalize_axes([int(a) for a in np.asarray(ins[1]).reshape(-1)], x.ndim)))
+            raw = [int(a) for a in np.asarray(ins[1]).reshape(-1)]
+            axes = sorted(set(normalize_axes(raw, x.ndim)))
+            if out_rank is not None and x.ndim - len(axes) != out_rank and not keep:
+                raise runtime_error(layer, f"axes {raw} name an axis twice: the output would have rank "
+                                           f"{x.ndim - len(axes)}, not the {out_rank} known when loading")
             if not axes or not is_float_dtype(x.dtype) or x.size == 0 or kind not in ("sum", "mean", "max", "l2"):
                 return [compute_reduce(kind, x, axes, keep)]
             from ..kernels import reduce as kern  # lazy: validate never imports numba
@@ -173,7 +214,7 @@ class _Reduce(Op):
 class ReduceMean(_Reduce):
     type = "ReduceMean"
     kind = "mean"
-    doc = ("mean over constant axes; keep_dims; empty axes = identity; floats accumulate in float64; "
+    doc = ("mean over the axes; keep_dims; empty axes = identity; floats accumulate in float64; "
            "integers truncate toward zero.")
 
 
@@ -181,14 +222,14 @@ class ReduceMean(_Reduce):
 class ReduceSum(_Reduce):
     type = "ReduceSum"
     kind = "sum"
-    doc = "sum over constant axes; keep_dims; empty axes = identity; floats accumulate in float64."
+    doc = "sum over the axes; keep_dims; empty axes = identity; floats accumulate in float64."
 
 
 @register
 class ReduceMax(_Reduce):
     type = "ReduceMax"
     kind = "max"
-    doc = ("maximum over constant axes (NaN propagates); keep_dims; empty axes = identity; zero elements give the "
+    doc = ("maximum over the axes (NaN propagates); keep_dims; empty axes = identity; zero elements give the "
            "type's lowest value.")
 
 
@@ -198,7 +239,7 @@ class ReduceL2(_Reduce):
     version = 4
     opsets = (4, None)
     kind = "l2"
-    doc = ("sqrt(sum of squares) over constant axes; keep_dims; empty axes give |x|; float64 accumulation; "
+    doc = ("sqrt(sum of squares) over the axes; keep_dims; empty axes give |x|; float64 accumulation; "
            "integers truncate.")
 
 
@@ -206,7 +247,7 @@ class ReduceL2(_Reduce):
 class ReduceMin(_Reduce):
     type = "ReduceMin"
     kind = "min"
-    doc = ("minimum over constant axes (NaN propagates); keep_dims; empty axes = identity; zero elements give the "
+    doc = ("minimum over the axes (NaN propagates); keep_dims; empty axes = identity; zero elements give the "
            "type's highest value.")
 
 
@@ -214,7 +255,7 @@ class ReduceMin(_Reduce):
 class ReduceProd(_Reduce):
     type = "ReduceProd"
     kind = "prod"
-    doc = "product over constant axes; keep_dims; empty axes = identity; floats in float64; integers wrap."
+    doc = "product over the axes; keep_dims; empty axes = identity; floats in float64; integers wrap."
 
 
 @register
@@ -223,7 +264,7 @@ class ReduceL1(_Reduce):
     version = 4
     opsets = (4, None)
     kind = "l1"
-    doc = "sum of |x| over constant axes; keep_dims; empty axes give |x|; float64 accumulation."
+    doc = "sum of |x| over the axes; keep_dims; empty axes give |x|; float64 accumulation."
 
 
 @register
@@ -231,7 +272,7 @@ class ReduceLogicalAnd(_Reduce):
     type = "ReduceLogicalAnd"
     kind = "and"
     logical = True
-    doc = "logical AND over constant axes of boolean data; keep_dims; zero elements give true."
+    doc = "logical AND over the axes of boolean data; keep_dims; zero elements give true."
 
 
 @register
@@ -239,4 +280,4 @@ class ReduceLogicalOr(_Reduce):
     type = "ReduceLogicalOr"
     kind = "or"
     logical = True
-    doc = "logical OR over constant axes of boolean data; keep_dims; zero elements give false."
+    doc = "logical OR over the axes of boolean data; keep_dims; zero elements give false."

@@ -40,6 +40,7 @@ from .base import (
     broadcast_shape,
     fail,
     fmt_shape,
+    int_list_length,
     normalize_axes,
     partial_of,
     prod,
@@ -436,6 +437,9 @@ class _SqueezeBase(Op):
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         x = ctx.inputs[0]
+        if len(ctx.inputs) > 1 and ctx.inputs[1].value is None:  # axes known at run time: so is the rank
+            _int_tensor(ctx, 1, "axes")
+            return [TensorInfo(None, x.dtype)]
         if x.shape is None:
             if len(ctx.inputs) > 1:
                 ctx.const(1, "axes")
@@ -468,9 +472,9 @@ class _SqueezeBase(Op):
         return run
 
 
-_SQUEEZE_DOC = ("data, optional axes (constant scalar or 1-D integer): removes the size-1 dims named by axes "
-                "(dims that are not 1 are skipped; a dynamic dim is removed and must be 1 at run time), or every "
-                "size-1 dim without axes (a dynamic dim then makes the rank dynamic).")
+_SQUEEZE_DOC = ("data, optional axes (scalar or 1-D integer, constant or given at run time): removes the size-1 "
+                "dims named by axes (dims that are not 1 are skipped; a dynamic dim is removed and must be 1 at "
+                "run time), or every size-1 dim without axes (a dynamic dim then makes the rank dynamic).")
 
 
 @register
@@ -512,12 +516,16 @@ class Unsqueeze(Op):
     version = 1
     opsets = (1, None)
     inputs = (2, 2)
-    doc = ("data, axes (constant scalar or 1-D integer, non-empty, in [-r', r'-1] for the output rank r'): inserts "
-           "size-1 dims; repeated axes count once.")
+    doc = ("data, axes (scalar or 1-D integer, constant or run-time, non-empty, in [-r', r'-1] for the output "
+           "rank r'): inserts size-1 dims; repeated axes count once.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         x = ctx.inputs[0]
         _int_tensor(ctx, 1, "axes")
+        if ctx.inputs[1].value is None:  # axes known at run time: where the new dims go is not
+            count = int_list_length(ctx, 1, "axes")
+            known = x.shape is not None and count is not None
+            return [TensorInfo((-1,) * (len(x.shape) + count) if known else None, x.dtype)]
         raw = [int(a) for a in ctx.const(1, "axes").reshape(-1)]
         if x.shape is None:
             return [TensorInfo(None, x.dtype)]
@@ -528,10 +536,20 @@ class Unsqueeze(Op):
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
+        x_info, axes_info = ctx.inputs
+        # Axes given at run time: the output rank promised at load time must hold (repeated axes would break it).
+        out_rank = None
+        if axes_info.value is None and x_info.shape is not None and axes_info.shape is not None:
+            count = 1 if not axes_info.shape else axes_info.shape[0]
+            out_rank = None if count == -1 else len(x_info.shape) + count
 
         def run(ins):
             x, axes = ins
-            return [_fresh(x).reshape(_checked(layer, unsqueeze_shape, x.shape, [int(a) for a in axes.reshape(-1)]))]
+            shape = _checked(layer, unsqueeze_shape, x.shape, [int(a) for a in axes.reshape(-1)])
+            if out_rank is not None and len(shape) != out_rank:
+                raise runtime_error(layer, f"axes {axes.reshape(-1).tolist()} name an axis twice: the output would "
+                                           f"have rank {len(shape)}, not the {out_rank} known when loading")
+            return [_fresh(x).reshape(shape)]
 
         return run
 

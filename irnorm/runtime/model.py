@@ -81,9 +81,10 @@ class Model:
         ranks and static dims checked (with ``cast=True`` converted).  Raises InputError (IRN06x)."""
         return dict(zip([s.name for s in self.inputs], self._binder.bind(inputs, cast), strict=True))
 
-    def output_shapes(self, input_shapes: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    def output_shapes(self, input_shapes: Sequence[Sequence[int]]) -> list[tuple[int, ...] | None]:
         """The output shapes a run with inputs of these shapes (in input order) would give, from the
-        shape rules alone: nothing is computed or allocated.  InputError when they do not fit."""
+        shape rules alone: nothing is computed or allocated.  InputError when they do not fit.  Where a
+        size depends on input values (NonZero, axes given as an input) it is -1; None when the rank does."""
         if len(input_shapes) != len(self.inputs):
             raise InputError(Diagnostic("IRN060", f"the model takes {len(self.inputs)} inputs, got "
                                                   f"{len(input_shapes)} shapes", file=self.path))
@@ -92,8 +93,8 @@ class Model:
             self._binder.check_shape(spec, shape)
         # the shape rules read only .shape: stand-ins that hold no data
         infos = self._plan.reinfer([_ShapeOnly(shape) for shape in shapes])
-        return [tuple(infos[src].shape) if src in infos else tuple(self._plan.constants[src].shape)
-                for src in self._plan.outputs]
+        shapes = [infos[src].shape if src in infos else self._plan.constants[src].shape for src in self._plan.outputs]
+        return [None if s is None else tuple(s) for s in shapes]
 
     def _check_shapes(self, arrays: list[np.ndarray], plan: Plan | None = None) -> dict[tuple[int, int], TensorInfo]:
         """Dynamic models: re-run the shape rules at these shapes and check the memory they need."""

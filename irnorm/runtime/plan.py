@@ -37,7 +37,11 @@ def fmt_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def nbytes(shape: Sequence[int], dtype: str) -> int:
+def nbytes(shape: Sequence[int] | None, dtype: str) -> int:
+    """Bytes of a tensor; a shape that depends on run-time values (None, or -1 dims even with the
+    inputs' shapes known: NonZero, axes given as inputs) counts as 0, since it cannot be known here."""
+    if shape is None:
+        return 0
     n = ELEMENT_TYPES[dtype].itemsize if dtype in ELEMENT_TYPES else 8
     for d in shape:
         n *= max(d, 0)
