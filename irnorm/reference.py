@@ -900,6 +900,59 @@ def range_(start: float, stop: float, step: float) -> np.ndarray:
     return start + step * np.arange(n, dtype=np.float64)
 
 
+def recurrent_sequence(kind: str, x: ArrayLike, h0: ArrayLike, c0: ArrayLike | None, lengths: ArrayLike,
+                       w: ArrayLike, r: ArrayLike, b: ArrayLike, direction: str, activations: Sequence[str] = (),
+                       clip: float = 0.0, linear_before_reset: bool = False) -> list[np.ndarray]:
+    """LSTMSequence-5 / GRUSequence-5 / RNNSequence-5 in float64, one row and one step at a time:
+    kind 'lstm' (gates f, i, c, o), 'gru' (z, r, h) or 'rnn'.  Steps at or past a row's length give
+    zeros and keep the state; the last state is the one after the row's last step (zeros for length 0).
+    Returns [Y [N, D, T, H], Ho [N, D, H]] (+ Co for LSTM)."""
+    acts = {"sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh, "relu": lambda v: np.maximum(v, 0)}
+    default = {"lstm": ("sigmoid", "tanh", "tanh"), "gru": ("sigmoid", "tanh"), "rnn": ("tanh",)}[kind]
+    fs = [acts[a] for a in (activations or default)]
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip > 0 else (lambda v: v)
+    x, h0, w, r, b = (_f64(v) for v in (x, h0, w, r, b))
+    c0 = None if c0 is None else _f64(c0)
+    lens = np.asarray(lengths).astype(np.int64)
+    n, t_len, _ = x.shape
+    nd, hs = w.shape[0], r.shape[-1]
+    y = np.zeros((n, nd, t_len, hs))
+    ho = np.zeros((n, nd, hs))
+    co = np.zeros((n, nd, hs))
+    for d in range(nd):
+        rev = direction == "reverse" or d == 1
+        for row in range(n):
+            h = h0[row, d].copy()
+            c = c0[row, d].copy() if c0 is not None else None
+            steps = range(lens[row] - 1, -1, -1) if rev else range(lens[row])
+            for t in steps:
+                xt = x[row, t]
+                if kind == "lstm":
+                    g = cl(w[d] @ xt + r[d] @ h + b[d])
+                    f, i, cc, o = np.split(g, 4)
+                    c = fs[0](f) * c + fs[0](i) * fs[1](cc)
+                    h = fs[0](o) * fs[2](c)
+                elif kind == "gru":
+                    wz, wr, wh = np.split(w[d], 3)
+                    rz, rr, rh = np.split(r[d], 3)
+                    bz, br, bwh = b[d][:hs], b[d][hs:2 * hs], b[d][2 * hs:3 * hs]
+                    z = fs[0](cl(wz @ xt + rz @ h + bz))
+                    rg = fs[0](cl(wr @ xt + rr @ h + br))
+                    if linear_before_reset:
+                        hh = fs[1](cl(wh @ xt + rg * (rh @ h + b[d][3 * hs:]) + bwh))
+                    else:
+                        hh = fs[1](cl(wh @ xt + rh @ (rg * h) + bwh))
+                    h = (1 - z) * hh + z * h
+                else:
+                    h = fs[0](cl(w[d] @ xt + r[d] @ h + b[d]))
+                y[row, d, t] = h
+            if lens[row] > 0:
+                ho[row, d] = h
+                if c is not None:
+                    co[row, d] = c
+    return [y, ho] + ([co] if kind == "lstm" else [])
+
+
 def gather_elements(x: ArrayLike, indices: ArrayLike, axis: int) -> np.ndarray:
     x, i = np.asarray(x), np.asarray(indices).astype(np.int64)
     i = np.where(i < 0, i + x.shape[axis], i)

@@ -384,6 +384,29 @@ def _topk(c: RefCall) -> list[np.ndarray]:
     return [np.take_along_axis(x, idx, axis=ax), idx.astype(it)]
 
 
+def _sequence(kind: str) -> RefFn:
+    def ref(c: RefCall) -> list[np.ndarray]:
+        o = 1 if kind == "lstm" else 0
+        x, h0, lens, w, r, b = c.ins[0], c.ins[1], c.ins[2 + o], c.ins[3 + o], c.ins[4 + o], c.ins[5 + o]
+        return R.recurrent_sequence(kind, x, h0, c.ins[2] if o else None, lens, w, r, b, c.a("direction"),
+                                    c.a("activations"), c.a("clip"), bool(c.attrs.get("linear_before_reset")))
+
+    return ref
+
+
+def _cell(kind: str) -> RefFn:
+    def ref(c: RefCall) -> list[np.ndarray]:
+        o = 1 if kind == "lstm" else 0
+        x, h0 = c.ins[0], c.ins[1]
+        w, r, b = (v[None] for v in c.ins[2 + o:5 + o])
+        outs = R.recurrent_sequence(kind, x[:, None], h0[:, None], c.ins[2][:, None] if o else None,
+                                    np.ones(x.shape[0], np.int64), w, r, b, "forward", c.a("activations"),
+                                    c.a("clip"), bool(c.attrs.get("linear_before_reset")))
+        return [v[:, 0] for v in outs[1:]]
+
+    return ref
+
+
 def _strided_slice(c: RefCall) -> list[np.ndarray]:
     begin, end = _ints(c.ins[1]), _ints(c.ins[2])
     strides = _ints(c.ins[3]) if len(c.ins) > 3 else [1] * len(begin)
@@ -519,6 +542,12 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Reverse": _reverse,
     "CumSum": _cumsum,
     "TopK": _topk,
+    "LSTMSequence": _sequence("lstm"),
+    "GRUSequence": _sequence("gru"),
+    "RNNSequence": _sequence("rnn"),
+    "LSTMCell": _cell("lstm"),
+    "GRUCell": _cell("gru"),
+    "RNNCell": _cell("rnn"),
     "StridedSlice": _strided_slice,
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
