@@ -953,6 +953,83 @@ def recurrent_sequence(kind: str, x: ArrayLike, h0: ArrayLike, c0: ArrayLike | N
     return [y, ho] + ([co] if kind == "lstm" else [])
 
 
+def non_max_suppression(boxes: ArrayLike, scores: ArrayLike, max_per_class: int, iou_threshold: float,
+                        score_threshold: float, soft_nms_sigma: float = 0.0, center: bool = False,
+                        sort_descending: bool = True) -> list[np.ndarray]:
+    """NonMaxSuppression-9 in float64, eagerly: per batch and class, repeatedly take the best remaining
+    box (ties: lower index) while it scores above the threshold; hard NMS drops the remaining boxes whose
+    IoU with it exceeds iou_threshold, soft NMS scales their scores by exp(-0.5 IoU^2 / sigma).
+    Returns [selected indices [M, 3], selected (batch, class, score) [M, 3]]."""
+    b = _f64(boxes)
+    if center:
+        b = np.stack([b[..., 1] - b[..., 3] / 2, b[..., 0] - b[..., 2] / 2, b[..., 1] + b[..., 3] / 2,
+                      b[..., 0] + b[..., 2] / 2], axis=-1)
+    y1, x1 = np.minimum(b[..., 0], b[..., 2]), np.minimum(b[..., 1], b[..., 3])
+    y2, x2 = np.maximum(b[..., 0], b[..., 2]), np.maximum(b[..., 1], b[..., 3])
+
+    def iou(bi: int, i: int, j: int) -> float:
+        ai = (y2[bi, i] - y1[bi, i]) * (x2[bi, i] - x1[bi, i])
+        aj = (y2[bi, j] - y1[bi, j]) * (x2[bi, j] - x1[bi, j])
+        if ai <= 0 or aj <= 0:
+            return 0.0
+        ih = max(min(y2[bi, i], y2[bi, j]) - max(y1[bi, i], y1[bi, j]), 0.0)
+        iw = max(min(x2[bi, i], x2[bi, j]) - max(x1[bi, i], x1[bi, j]), 0.0)
+        return ih * iw / (ai + aj - ih * iw)
+
+    sc = _f64(scores)
+    rows = []
+    for bi in range(sc.shape[0]):
+        for ci in range(sc.shape[1]):
+            live = {k: sc[bi, ci, k] for k in range(sc.shape[2]) if sc[bi, ci, k] > score_threshold}
+            picked = 0
+            while live and picked < max_per_class:
+                k = min(live, key=lambda m: (-live[m], m))
+                rows.append((bi, ci, k, live.pop(k)))
+                picked += 1
+                for m in list(live):
+                    v = iou(bi, k, m)
+                    if soft_nms_sigma > 0:
+                        live[m] *= np.exp(-0.5 * v * v / soft_nms_sigma)
+                        if live[m] <= score_threshold:
+                            del live[m]
+                    elif v > iou_threshold:
+                        del live[m]
+    if sort_descending:
+        rows.sort(key=lambda r: -r[3])
+    idx = np.array([r[:3] for r in rows], np.int64).reshape(-1, 3)
+    return [idx, np.array([(r[0], r[1], r[3]) for r in rows], np.float64).reshape(-1, 3)]
+
+
+def unique(x: ArrayLike, axis: int | None = None, sort: bool = True) -> list[np.ndarray]:
+    """Unique-10 by brute force: walk the elements (or slices along axis) in order, collect the distinct
+    ones with their first index and count, then sort ascending (lexicographically for slices) if asked."""
+    a = np.asarray(x)
+    items = list(a.reshape(-1)) if axis is None else [np.take(a, k, axis=axis) for k in range(a.shape[axis])]
+    keys: list[tuple] = []
+    first: list[int] = []
+    counts: list[int] = []
+    where: list[int] = []
+    for k, it in enumerate(items):
+        key = tuple(np.asarray(it).reshape(-1).tolist())
+        if key in keys:
+            u = keys.index(key)
+            counts[u] += 1
+        else:
+            u = len(keys)
+            keys.append(key)
+            first.append(k)
+            counts.append(1)
+        where.append(u)
+    order = sorted(range(len(keys)), key=lambda u: keys[u]) if sort else list(range(len(keys)))
+    rank = {u: r for r, u in enumerate(order)}
+    if axis is None:
+        values = np.array([items[first[u]] for u in order], a.dtype)
+    else:
+        values = np.stack([items[first[u]] for u in order], axis=axis) if order else np.take(a, [], axis=axis)
+    return [values, np.array([first[u] for u in order], np.int64), np.array([rank[u] for u in where], np.int64),
+            np.array([counts[u] for u in order], np.int64)]
+
+
 def gather_elements(x: ArrayLike, indices: ArrayLike, axis: int) -> np.ndarray:
     x, i = np.asarray(x), np.asarray(indices).astype(np.int64)
     i = np.where(i < 0, i + x.shape[axis], i)

@@ -30,6 +30,7 @@ OP_MODULES = (
     "interpolate",
     "einsum",
     "recurrent",
+    "selection",
 )
 
 

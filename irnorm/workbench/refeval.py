@@ -407,6 +407,21 @@ def _cell(kind: str) -> RefFn:
     return ref
 
 
+def _nms(c: RefCall) -> list[np.ndarray]:
+    def scalar(i: int, default: float) -> float:
+        return float(np.asarray(c.ins[i]).reshape(-1)[0]) if i < len(c.ins) else default
+
+    idx, sel = R.non_max_suppression(c.ins[0], c.ins[1], int(scalar(2, 0)), scalar(3, 0.0), scalar(4, 0.0),
+                                     scalar(5, 0.0), _s(c.a("box_encoding")) == "center", c.a("sort_result_descending"))
+    return [idx, sel, np.array([len(idx)])]
+
+
+def _unique(c: RefCall) -> list[np.ndarray]:
+    x = c.ins[0]
+    axis = int(_ints(c.ins[1])[0]) % x.ndim if len(c.ins) > 1 else None
+    return R.unique(x, axis, c.a("sorted"))
+
+
 def _strided_slice(c: RefCall) -> list[np.ndarray]:
     begin, end = _ints(c.ins[1]), _ints(c.ins[2])
     strides = _ints(c.ins[3]) if len(c.ins) > 3 else [1] * len(begin)
@@ -548,6 +563,8 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "LSTMCell": _cell("lstm"),
     "GRUCell": _cell("gru"),
     "RNNCell": _cell("rnn"),
+    "NonMaxSuppression": _nms,
+    "Unique": _unique,
     "StridedSlice": _strided_slice,
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}

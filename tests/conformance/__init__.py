@@ -35,6 +35,7 @@ FAMILIES = (
     "attention",
     "shape",
     "recurrent",
+    "selection",
 )
 
 

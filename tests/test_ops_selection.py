@@ -1,0 +1,80 @@
+"""NonMaxSuppression-9 and Unique-10 beyond the conformance rows (tests/conformance/selection.py):
+malformed layers get coded errors, shapes that only disagree at run time are IRN064, and the
+outputs' sizes follow the values (including nothing selected)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from irbuilder import expect_error, single_op_model
+
+import irnorm
+from irnorm.errors import InputError
+
+F = np.float32
+
+
+def _nms(boxes=((1, 6, 4), "f32"), scores=((1, 2, 6), "f32"), attrs=None, extra=()):
+    inputs = [("param:boxes", boxes), ("param:scores", scores), *extra]
+    return single_op_model("NonMaxSuppression", inputs, [((-1, 3), "i64"), ((-1, 3), "f32"), ((1,), "i64")],
+                           attrs, version="opset9")
+
+
+@pytest.mark.parametrize("kw,code,fragments", [
+    ({"boxes": ((1, 6), "f32")}, "IRN032", ("boxes must have rank 3",)),
+    ({"boxes": ((1, 6, 5), "f32")}, "IRN032", ("4 values per box",)),
+    ({"scores": ((1, 2, 7), "f32")}, "IRN032", ("disagree",)),
+    ({"boxes": ((1, 6, 4), "i32")}, "IRN033", ("boxes must be a floating-point",)),
+    ({"attrs": {"box_encoding": "diagonal"}}, "IRN021", ("box_encoding",)),
+    ({"extra": [("max", np.array(1.5, F))]}, "IRN033", ("max_output_boxes_per_class",)),
+    ({"extra": [("max", np.array([1, 2], np.int64))]}, "IRN032", ("one value",)),
+])
+def test_malformed_nms(tmp_path, kw, code, fragments):
+    expect_error(_nms(**kw), tmp_path, code, *fragments)
+
+
+def test_nms_selects_by_iou_and_sizes_outputs_at_run_time(tmp_path):
+    b = _nms(boxes=((1, -1, 4), "f32"), scores=((1, 1, -1), "f32"),
+             extra=[("max", np.array(10, np.int64)), ("iou", np.array(0.5, F)), ("score", np.array(0.0, F))],
+             attrs={"sort_result_descending": "false"})
+    m = irnorm.load(b.save(tmp_path, "nms"))
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [1, 1, 0, 0], [0, 10, 1, 11], [5, 5, 5, 6]]], F)
+    scores = np.array([[[0.9, 0.8, 0.7, 0.95, 0.99]]], F)
+    out = m.run({"boxes": boxes, "scores": scores})
+    # box 4 has zero area (IoU 0 with everything); box 1 overlaps box 0 (IoU 0.82), box 2 is box 0 flipped
+    np.testing.assert_array_equal(out["y"], [[0, 0, 4], [0, 0, 3], [0, 0, 0]])
+    np.testing.assert_allclose(out["y1"][:, 2], [0.99, 0.95, 0.9])
+    assert out["y2"].tolist() == [3]
+    none = m.run({"boxes": boxes, "scores": np.zeros((1, 1, 5), F)})  # nothing above the threshold
+    assert none["y"].shape == (0, 3) and none["y2"].tolist() == [0]
+    with pytest.raises(InputError) as e:
+        m.run({"boxes": boxes, "scores": np.zeros((1, 1, 4), F)})
+    assert e.value.code == "IRN064" and "disagree" in str(e.value)
+
+
+def _unique(x_spec, axis=None, attrs=None):
+    inputs = [("param:x", x_spec)] + ([axis] if axis is not None else [])
+    return single_op_model("Unique", inputs, [((-1,), x_spec[1]), ((-1,), "i64"), ((-1,), "i64"), ((-1,), "i64")],
+                           attrs, version="opset10")
+
+
+def test_malformed_unique(tmp_path):
+    expect_error(_unique(((4,), "boolean")), tmp_path, "IRN033", "numeric")
+    expect_error(_unique(((2, 3), "f32"), ("axis", np.array(2, np.int64))), tmp_path, "IRN032", "out of range")
+    expect_error(_unique(((2, 3), "f32"), ("param:axis", ((), "i64"))), tmp_path, "IRN034", "axis")
+    expect_error(_unique(((4,), "f32"), attrs={"index_element_type": "u8"}), tmp_path, "IRN021",
+                 "index_element_type")
+
+
+def test_unique_unsorted_and_along_an_axis(tmp_path):
+    m = irnorm.load(_unique(((-1,), "i32"), attrs={"sorted": "false"}).save(tmp_path, "u"))
+    out = list(m.run({"x": np.array([3, 1, 3, 2, 1], np.int32)}).values())
+    assert [o.tolist() for o in out] == [[3, 1, 2], [0, 1, 3], [0, 1, 0, 2, 1], [2, 2, 1]]
+    empty = list(m.run({"x": np.zeros(0, np.int32)}).values())
+    assert all(o.size == 0 for o in empty)
+    b = single_op_model("Unique", [("param:x", ((3, 2), "f32")), ("axis", np.array(-2, np.int64))],
+                        [((-1, 2), "f32"), ((-1,), "i64"), ((3,), "i64"), ((-1,), "i64")], None, version="opset10")
+    ax = irnorm.load(b.save(tmp_path, "ax"))
+    vals, first, inv, counts = ax.run({"x": np.array([[1, 2], [0, 5], [1, 2]], F)}).values()
+    assert vals.tolist() == [[0, 5], [1, 2]] and first.tolist() == [1, 0]
+    assert inv.tolist() == [1, 0, 1] and counts.tolist() == [1, 2]
