@@ -17,7 +17,8 @@ defined (two elements land on one place).
 Eye writes ones on diagonal ``diagonal_index`` of a ``[*batch_shape, num_rows, num_columns]``
 tensor of ``output_type`` (a diagonal entirely outside the matrix gives zeros).  Sizes may be
 runtime values: the dims are then -1, and negative values or an absurd size are IRN064 before
-anything is allocated.
+anything is allocated.  An empty ``batch_shape`` means no batch dims, as the spec says (OpenVINO's
+CPU plugin leaves that output unwritten: docs/ir-format.md §12).
 
 Identity copies its input.  NonZero gives the indices of the non-zero elements (NaN counts as
 non-zero, -0.0 as zero) as a ``[rank, count]`` tensor in row-major order; a scalar is treated as a
