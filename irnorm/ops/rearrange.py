@@ -268,7 +268,7 @@ class Eye(Op):
             raise fail("IRN032", f"batch_shape {batch} must be non-negative")
         nbytes = prod(batch) * rows * cols * dtype.itemsize
         if nbytes > ABSURD_BYTES:
-            raise fail("IRN032", f"the output {batch + [rows, cols]} needs {nbytes} bytes: absurd size")
+            raise fail("IRN050", f"the output {batch + [rows, cols]} needs {nbytes} bytes: absurd size")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         t = ctx.attrs["output_type"]
@@ -296,6 +296,8 @@ class Eye(Op):
                 batch = (-1,) * info.shape[0]
         if batch is None:
             return [TensorInfo(None, t)]
+        if rows is not None and cols is not None and -1 not in batch:  # refused before a fold allocates it
+            self._sizes(rows, cols, list(batch), ELEMENT_TYPES[t])
         return [TensorInfo(batch + (-1 if rows is None else rows, -1 if cols is None else cols), t)]
 
     def build(self, ctx: NodeContext) -> Kernel:
