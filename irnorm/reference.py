@@ -29,6 +29,8 @@ __all__ = [
     "convert",
     "convolution",
     "convolution_backprop_data",
+    "depth_to_space",
+    "eye",
     "group_convolution",
     "elu",
     "floor",
@@ -50,8 +52,10 @@ __all__ = [
     "mvn1",
     "mvn1_axes",
     "mvn6",
+    "non_zero",
     "normalize_l2",
     "reduce",
+    "reverse_sequence",
     "prelu",
     "relu",
     "round_",
@@ -64,6 +68,7 @@ __all__ = [
     "sign",
     "softplus",
     "softsign",
+    "space_to_depth",
     "swish",
     "trt_normalization",
 ]
@@ -1088,3 +1093,82 @@ def interpolate(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], scales:
                 rows.append(np.take(y, [lo], axis=ax) * (1 - (c - lo)) + np.take(y, [hi], axis=ax) * (c - lo))
         y = np.concatenate(rows, axis=ax) if rows else np.take(y, [], axis=ax)
     return y
+
+
+def _block_offsets(bs: int, k: int) -> np.ndarray:
+    """[bs^k, k]: the block offset (b1, ..., bk) of each linear block index, b1 slowest."""
+    return np.array(np.unravel_index(np.arange(bs ** k), (bs,) * k)).T.reshape(bs ** k, k)
+
+
+def depth_to_space(x: ArrayLike, block_size: int, mode: str) -> np.ndarray:
+    """DepthToSpace-1, element by element: output [n, c, h1..hk] takes input channel
+    (linear block of (h_i % bs)) * C' + c in blocks_first mode, c * bs^k + (linear block) in
+    depth_first mode, at spatial position (h_i // bs)."""
+    x = np.asarray(x)
+    n, c_in, *dims = x.shape
+    k, bs = len(dims), block_size
+    cf = c_in // bs ** k
+    y = np.empty((n, cf) + tuple(d * bs for d in dims), x.dtype)
+    for out in np.ndindex(*y.shape[1:]):
+        c, h = out[0], out[1:]
+        blk = 0
+        for hi in h:
+            blk = blk * bs + hi % bs
+        ch = blk * cf + c if mode == "blocks_first" else c * bs ** k + blk
+        y[(slice(None),) + out] = x[(slice(None), ch) + tuple(hi // bs for hi in h)]
+    return y
+
+
+def space_to_depth(x: ArrayLike, block_size: int, mode: str) -> np.ndarray:
+    """SpaceToDepth-1, element by element: output channel blk * C + c (blocks_first) or
+    c * bs^k + blk (depth_first), where blk is the linear block offset, reads input channel c at
+    spatial position d_i * bs + b_i."""
+    x = np.asarray(x)
+    n, c_in, *dims = x.shape
+    k, bs = len(dims), block_size
+    offs = _block_offsets(bs, k)
+    y = np.empty((n, c_in * bs ** k) + tuple(d // bs for d in dims), x.dtype)
+    for out in np.ndindex(*y.shape[1:]):
+        ch, d = out[0], out[1:]
+        blk, c = (ch // c_in, ch % c_in) if mode == "blocks_first" else (ch % bs ** k, ch // bs ** k)
+        y[(slice(None),) + out] = x[(slice(None), c) + tuple(di * bs + int(b) for di, b in zip(d, offs[blk],
+                                                                                           strict=True))]
+    return y
+
+
+def reverse_sequence(x: ArrayLike, seq_lengths: ArrayLike, batch_axis: int, seq_axis: int) -> np.ndarray:
+    """ReverseSequence-1: slice b along batch_axis has its first seq_lengths[b] elements along
+    seq_axis reversed (a length of 0 reverses nothing).  Lengths must lie in [0, dim]."""
+    x = np.asarray(x)
+    r = x.ndim
+    ba, sa = batch_axis % r, seq_axis % r
+    y = np.array(x, copy=True)
+    for b, length in enumerate(np.trunc(np.asarray(seq_lengths, dtype=np.float64)).astype(np.int64)):
+        if not 0 <= length <= x.shape[sa]:
+            raise ValueError(f"seq_lengths[{b}] = {length} is out of range")
+        for t in range(length):
+            dst = [slice(None)] * r
+            src = [slice(None)] * r
+            dst[ba] = src[ba] = b
+            dst[sa], src[sa] = t, length - 1 - t
+            y[tuple(dst)] = x[tuple(src)]
+    return y
+
+
+def eye(num_rows: int, num_columns: int, diagonal_index: int, batch_shape: Sequence[int] = ()) -> np.ndarray:
+    """Eye-9 in float64: out[..., i, i + diagonal_index] = 1 where that column exists."""
+    m = np.zeros((num_rows, num_columns))
+    for i in range(num_rows):
+        if 0 <= i + diagonal_index < num_columns:
+            m[i, i + diagonal_index] = 1.0
+    return np.broadcast_to(m, tuple(batch_shape) + m.shape).copy()
+
+
+def non_zero(x: ArrayLike) -> np.ndarray:
+    """NonZero-3: the coordinates of the non-zero elements, one column each, row-major order; a
+    scalar counts as a one-element 1-D tensor."""
+    x = np.asarray(x)
+    x = x.reshape(1) if x.ndim == 0 else x
+    flags = x.astype(np.float64) != 0
+    return np.array([[int(v) for v in coord] for coord in zip(*np.nonzero(flags), strict=True)],
+                    np.int64).reshape(-1, x.ndim).T.copy()

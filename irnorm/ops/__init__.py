@@ -31,6 +31,7 @@ OP_MODULES = (
     "einsum",
     "recurrent",
     "selection",
+    "rearrange",
 )
 
 

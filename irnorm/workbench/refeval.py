@@ -566,6 +566,14 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "NonMaxSuppression": _nms,
     "Unique": _unique,
     "StridedSlice": _strided_slice,
+    "SpaceToDepth": lambda c: [R.space_to_depth(c.ins[0], int(c.a("block_size")), c.a("mode"))],
+    "DepthToSpace": lambda c: [R.depth_to_space(c.ins[0], int(c.a("block_size")), c.a("mode"))],
+    "ReverseSequence": lambda c: [R.reverse_sequence(c.ins[0], c.ins[1], int(c.a("batch_axis")),
+                                                     int(c.a("seq_axis")))],
+    "Eye": lambda c: [R.eye(*(int(np.asarray(v).reshape(-1)[0]) for v in c.ins[:3]),
+                            _ints(c.ins[3]) if len(c.ins) > 3 else ())],
+    "Identity": lambda c: [np.array(c.ins[0], copy=True)],
+    "NonZero": lambda c: [R.non_zero(c.ins[0])],
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 

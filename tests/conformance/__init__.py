@@ -36,6 +36,7 @@ FAMILIES = (
     "shape",
     "recurrent",
     "selection",
+    "rearrange",
 )
 
 
