@@ -29,6 +29,8 @@ OP_MODULES = (
     "range",
     "interpolate",
     "einsum",
+    "quantize",
+    "grid_sample",
 )
 
 
