@@ -23,7 +23,7 @@ from . import PARALLEL_MIN
 _CHUNK = 8192
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _q(x, il, ih, ol, oh, lm1):
     lo = il if il < ih else ih
     hi = ih if il < ih else il
@@ -34,7 +34,7 @@ def _q(x, il, ih, ol, oh, lm1):
     return np.rint((x - il) / (ih - il) * lm1) / lm1 * (oh - ol) + ol
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _task(t, x, il, ih, ol, oh, out, dims, st, lm1, nchunk):
     r = dims.shape[0]
     inner = dims[r - 1]
@@ -87,13 +87,13 @@ def _task(t, x, il, ih, ol, oh, out, dims, st, lm1, nchunk):
         out[base + j] = _q(x[o0 + j * s0], il[o1 + j * s1], ih[o2 + j * s2], ol[o3 + j * s3], oh[o4 + j * s4], lm1)
 
 
-@njit(nogil=True, parallel=True, cache=True)
+@njit(nogil=True, parallel=True, error_model="numpy", cache=True)
 def _run_parallel(x, il, ih, ol, oh, out, dims, st, lm1, ntask, nchunk):
     for t in prange(ntask):
         _task(t, x, il, ih, ol, oh, out, dims, st, lm1, nchunk)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, error_model="numpy", cache=True)
 def _run_serial(x, il, ih, ol, oh, out, dims, st, lm1, ntask, nchunk):
     for t in range(ntask):
         _task(t, x, il, ih, ol, oh, out, dims, st, lm1, nchunk)

@@ -25,7 +25,7 @@ MODES = {"nearest": NEAREST, "bilinear": BILINEAR, "bicubic": BICUBIC}
 PADDINGS = {"zeros": ZEROS, "border": BORDER, "reflection": REFLECTION}
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _reflect(v, twice_low, twice_high):
     if twice_low == twice_high:
         return 0.0
@@ -39,7 +39,7 @@ def _reflect(v, twice_low, twice_high):
     return span - extra + lo
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _pad_coord(v, size, padding, align):
     """The coordinate after border/reflection padding (zeros: unchanged)."""
     if padding == BORDER:
@@ -53,7 +53,7 @@ def _pad_coord(v, size, padding, align):
     return v
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _cubic(t, k):
     a = -0.75
     if k == 0:
@@ -68,7 +68,7 @@ def _cubic(t, k):
     return ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, error_model="numpy", cache=True)
 def _taps(c, size, mode, padding, align, idx, w):
     """Fill idx/w (length 4) with the taps along one axis; returns how many there are.  A tap
     outside the data gets index -1 (it reads 0)."""
@@ -102,14 +102,14 @@ def _taps(c, size, mode, padding, align, idx, w):
     return 4
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _unnormalize(g, size, align):
     if align:
         return (g + 1.0) / 2.0 * (size - 1)
     return ((g + 1.0) * size - 1.0) / 2.0
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, error_model="numpy", cache=True, inline="always")
 def _row(t, data, grid, out, mode, padding, align):
     n_c = data.shape[1]
     h_in = data.shape[2]
@@ -140,13 +140,13 @@ def _row(t, data, grid, out, mode, padding, align):
             out[n, c, y, x] = acc
 
 
-@njit(nogil=True, parallel=True, cache=True)
+@njit(nogil=True, parallel=True, error_model="numpy", cache=True)
 def _run_parallel(data, grid, out, mode, padding, align):
     for t in prange(grid.shape[0] * grid.shape[1]):
         _row(t, data, grid, out, mode, padding, align)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, error_model="numpy", cache=True)
 def _run_serial(data, grid, out, mode, padding, align):
     for t in range(grid.shape[0] * grid.shape[1]):
         _row(t, data, grid, out, mode, padding, align)
