@@ -7,10 +7,9 @@
 * ``mode``: bilinear (default), bicubic (cubic convolution, A = -0.75), nearest (half to even).
 * ``padding_mode``: zeros (default), border, reflection -- what a position outside the data reads.
 
-The rules are PyTorch's grid_sample (which ONNX GridSample-16 and OpenVINO's CPU plugin follow);
-OpenVINO's reference implementation mirrors integer tap indices rather than coordinates for
-reflection, which gives other values for bilinear taps straddling the edge -- irnorm follows the
-CPU plugin and the ONNX tests.  Any grid value, NaN and inf included, reads only inside the data.
+The rules are PyTorch's grid_sample, which ONNX GridSample-16 follows and OpenVINO's CPU plugin
+matches (tests/test_ops_sample.py, every mode x padding x align_corners, 1-pixel data included).
+Any grid value, NaN and inf included, reads only inside the data.
 The kernel is Numba (irnorm/kernels/sample.py): per output pixel the taps and weights are
 computed once and blended over all channels.
 """
