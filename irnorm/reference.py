@@ -1061,13 +1061,16 @@ def einsum(equation: str, *operands: ArrayLike) -> np.ndarray:
 
 
 def interpolate(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], scales: Sequence[float], mode: str,
-                transform: str, nearest_mode: str) -> np.ndarray:
-    """Interpolate-4/11 (nearest, linear_onnx; no antialias) in float64, one output element at a time
-    per axis: the input coordinate by `transform`, then the nearest sample (by `nearest_mode`) or the
-    two neighbours blended linearly (clamped to the edges)."""
+                transform: str, nearest_mode: str, cube_coeff: float = -0.75) -> np.ndarray:
+    """Interpolate-4/11 (nearest, linear_onnx, cubic; no antialias) in float64, one output element at a
+    time per axis: the input coordinate by `transform`, then the nearest sample (by `nearest_mode`), the
+    two neighbours blended linearly (clamped to the edges) or the four neighbours floor(c)-1..floor(c)+2
+    (indices clamped to the edges) weighted by the cubic convolution kernel with A = `cube_coeff`."""
     y = _f64(x)
     for ax, n_out, sc in zip(axes, sizes, scales, strict=True):
         n_in = y.shape[ax]
+        if mode != "nearest" and n_out == n_in and sc == 1.0:
+            continue  # an unscaled axis stays as it is (OpenVINO's CPU plugin, tf_half_pixel_for_nn too)
         rows = []
         for o in range(n_out):
             if transform == "half_pixel":
@@ -1086,6 +1089,16 @@ def interpolate(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], scales:
                      "round_prefer_ceil": np.ceil(c) if c - f == 0.5 else np.round(c),
                      "floor": f, "ceil": np.ceil(c), "simple": np.ceil(c) if sc < 1 else np.trunc(c)}[nearest_mode]
                 rows.append(np.take(y, [int(min(max(k, 0), n_in - 1))], axis=ax))
+            elif mode == "cubic":
+                f = int(np.floor(c))
+                t = c - f
+                row = 0.0
+                for k in range(-1, 3):
+                    d = abs(t - k)  # distance of the tap at f + k
+                    w = (((cube_coeff + 2) * d - (cube_coeff + 3)) * d * d + 1 if d <= 1 else
+                         ((cube_coeff * d - 5 * cube_coeff) * d + 8 * cube_coeff) * d - 4 * cube_coeff)
+                    row = row + w * np.take(y, [min(max(f + k, 0), n_in - 1)], axis=ax)
+                rows.append(row)
             else:
                 c = min(max(c, 0.0), n_in - 1)
                 lo = int(np.floor(c))
@@ -1172,3 +1185,77 @@ def non_zero(x: ArrayLike) -> np.ndarray:
     flags = x.astype(np.float64) != 0
     return np.array([[int(v) for v in coord] for coord in zip(*np.nonzero(flags), strict=True)],
                     np.int64).reshape(-1, x.ndim).T.copy()
+
+
+# ---- quantization, grid sampling ------------------------------------------------------------------
+
+
+def fake_quantize(x: ArrayLike, il: ArrayLike, ih: ArrayLike, ol: ArrayLike, oh: ArrayLike, levels: int
+                  ) -> np.ndarray:
+    """FakeQuantize-1 in float64 (numpy broadcasting of all five): ol at or below min(il, ih), oh above
+    max(il, ih), else round((x - il) / (ih - il) * (levels - 1)) / (levels - 1) * (oh - ol) + ol with
+    rounding half to even."""
+    x, il, ih, ol, oh = np.broadcast_arrays(*(_f64(a) for a in (x, il, ih, ol, oh)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.rint((x - il) / (ih - il) * (levels - 1)) / (levels - 1) * (oh - ol) + ol
+    return np.where(x <= np.minimum(il, ih), ol, np.where(x > np.maximum(il, ih), oh, q))
+
+
+def _gs_reflect(v: float, lo2: float, hi2: float) -> float:
+    if lo2 == hi2:
+        return 0.0
+    lo, span = lo2 / 2, (hi2 - lo2) / 2
+    v = abs(v - lo)
+    flips = np.floor(v / span)
+    extra = v - flips * span
+    return extra + lo if flips % 2 == 0 else span - extra + lo
+
+
+def _gs_pad(v: float, size: int, padding: str, align: bool) -> float:
+    if padding == "border":
+        return min(max(v, 0.0), size - 1.0)
+    if padding == "reflection":
+        v = _gs_reflect(v, 0.0, 2.0 * (size - 1)) if align else _gs_reflect(v, -1.0, 2.0 * size - 1)
+        return min(max(v, 0.0), size - 1.0)
+    return v
+
+
+def grid_sample(data: ArrayLike, grid: ArrayLike, mode: str, padding: str, align: bool) -> np.ndarray:
+    """GridSample-9 in float64, one output pixel at a time (PyTorch's rules): the grid's (x, y) in
+    [-1, 1] unnormalized to pixel coordinates (corner centres with `align`, else corner edges);
+    border/reflection padding move the coordinate into the data (bicubic: each tap index instead);
+    nearest rounds half to even, bilinear blends 2x2 and bicubic 4x4 neighbours (A = -0.75); a tap
+    outside the data reads 0."""
+    x, g = _f64(data), _f64(grid)
+    n_b, n_c, h, w = x.shape
+    out = np.zeros((n_b, n_c, g.shape[1], g.shape[2]))
+
+    def taps(c: float, size: int) -> list[tuple[int, float]]:
+        if mode != "bicubic":
+            c = _gs_pad(c, size, padding, align)
+        if mode == "nearest":
+            return [(int(np.rint(c)), 1.0)]
+        f = int(np.floor(c))
+        t = c - f
+        if mode == "bilinear":
+            return [(f, 1 - t), (f + 1, t)]
+        a = -0.75
+        res = []
+        for k in range(-1, 3):
+            d = abs(t - k)
+            wk = ((a + 2) * d - (a + 3)) * d * d + 1 if d <= 1 else ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+            i = f + k if padding == "zeros" else int(_gs_pad(float(f + k), size, padding, align))
+            res.append((i, wk))
+        return res
+
+    for n in range(n_b):
+        for yo in range(g.shape[1]):
+            for xo in range(g.shape[2]):
+                gx, gy = g[n, yo, xo]
+                cx = (gx + 1) / 2 * (w - 1) if align else ((gx + 1) * w - 1) / 2
+                cy = (gy + 1) / 2 * (h - 1) if align else ((gy + 1) * h - 1) / 2
+                for iy, wy in taps(cy, h):
+                    for ix, wx in taps(cx, w):
+                        if 0 <= iy < h and 0 <= ix < w:
+                            out[n, :, yo, xo] += wy * wx * x[n, :, iy, ix]
+    return out

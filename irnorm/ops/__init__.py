@@ -32,6 +32,8 @@ OP_MODULES = (
     "recurrent",
     "selection",
     "rearrange",
+    "quantize",
+    "grid_sample",
 )
 
 

@@ -1,4 +1,4 @@
-"""Interpolate-4 and Interpolate-11: resize along some axes, nearest or (bi/tri)linear.
+"""Interpolate-4 and Interpolate-11: resize along some axes, nearest, (bi/tri)linear or cubic.
 
 * Inputs: Interpolate-4 takes data, sizes, scales, optional axes (``shape_calculation_mode`` picks
   sizes or scales); Interpolate-11 takes data, scales_or_sizes, optional axes.
@@ -7,7 +7,11 @@
   tf_half_pixel_for_nn, align_corners -- the input coordinate of output index ``o``.
 * ``mode``: nearest (``nearest_mode`` round_prefer_floor, round_prefer_ceil, floor, ceil, simple),
   linear and linear_onnx (separable linear interpolation between the two neighbours, clamped to the
-  edges).  cubic, bilinear_pillow, bicubic_pillow and antialias are refused with IRN023.
+  edges), cubic (OpenVINO's reference: the four neighbours ``floor(c) - 1 .. floor(c) + 2`` of the
+  unclamped input coordinate ``c``, indices clamped to the edges, weighted by the cubic convolution
+  coefficients of ``t = c - floor(c)`` with ``A = cube_coeff``, default -0.75; no exclude_outside,
+  which OpenVINO's Interpolate lacks).  bilinear_pillow, bicubic_pillow and antialias are refused
+  with IRN023.
 * ``pads_begin`` / ``pads_end`` pad the data with zeros first.
 
 Resizing only gathers and blends rows of the data, one axis at a time: numpy's take and a weighted
@@ -26,7 +30,7 @@ from ..ir.dtypes import FLOAT_TYPES, INT_TYPES, cast, compute_dtype
 from .base import Kernel, NodeContext, Op, TensorInfo, fail, normalize_axes, register, runtime_error
 
 MODES = ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow")
-SUPPORTED = ("nearest", "linear", "linear_onnx")
+SUPPORTED = ("nearest", "linear", "linear_onnx", "cubic")
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 
@@ -71,19 +75,41 @@ def _nearest_index(c: np.ndarray, scale: float, mode: str) -> np.ndarray:
     return r.astype(np.int64)
 
 
+def cubic_coeffs(t: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cubic convolution weights of the taps at offsets -1, 0, 1, 2 for fractions `t` in [0, 1)."""
+    s, u, v = t + 1, 1 - t, 2 - t
+    return (((a * s - 5 * a) * s + 8 * a) * s - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * u - (a + 3)) * u * u + 1,
+            ((a * v - 5 * a) * v + 8 * a) * v - 4 * a)
+
+
 def resize(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[float], a: dict) -> np.ndarray:
     """Resize the (already padded) data along `axes` to `sizes`, with the per-axis `scales` used in the
     coordinate transforms."""
     y = x
     for ax, n_out, sc in zip(axes, sizes, scales, strict=True):
         n_in = y.shape[ax]
-        if n_out == n_in and sc == 1.0 and a["coordinate_transformation_mode"] != "tf_half_pixel_for_nn":
-            continue  # the identity (tf_half_pixel_for_nn shifts by half a pixel even at scale 1)
+        if n_out == n_in and sc == 1.0 and (a["coordinate_transformation_mode"] != "tf_half_pixel_for_nn"
+                                            or a["mode"] != "nearest"):
+            continue  # the identity (nearest's tf_half_pixel_for_nn shifts by half a pixel even at scale 1;
+            # OpenVINO's CPU plugin leaves an unscaled axis of the other modes alone whatever the transform)
         o = np.arange(n_out, dtype=np.float64)
         c = _source(o, n_in, n_out, sc, a["coordinate_transformation_mode"])
         if a["mode"] == "nearest":
             idx = np.clip(_nearest_index(c, sc, a["nearest_mode"]), 0, max(n_in - 1, 0))
             y = np.take(y, idx, axis=ax)
+            continue
+        if a["mode"] == "cubic":
+            f = np.floor(c)
+            base = f.astype(np.int64)
+            cdt = y.dtype
+            acc = None
+            for k, w in enumerate(cubic_coeffs(c - f, a["cube_coeff"])):
+                idx = np.clip(base + (k - 1), 0, max(n_in - 1, 0))
+                term = np.take(y, idx, axis=ax) * w.reshape((-1,) + (1,) * (y.ndim - ax - 1)).astype(cdt)
+                acc = term if acc is None else acc + term
+            y = acc
             continue
         c = np.clip(c, 0, max(n_in - 1, 0))
         lo = np.floor(c).astype(np.int64)
@@ -142,7 +168,7 @@ class _Interpolate(Op):
         a = ctx.attrs
         if a["mode"] not in SUPPORTED or a["antialias"]:
             what = "antialias" if a["antialias"] else f"mode {a['mode']}"
-            raise fail("IRN023", f"{what} is not supported by irnorm (nearest, linear and linear_onnx are)")
+            raise fail("IRN023", f"{what} is not supported by irnorm (nearest, linear, linear_onnx and cubic are)")
         if x.shape is None:
             return [TensorInfo(None, x.dtype)]
         vals = [i.value for i in ctx.inputs[1:]]
@@ -184,7 +210,7 @@ class Interpolate4(_Interpolate):
     inputs = (3, 4)
     sizes_input, scales_input, axes_input = 1, 2, 3
     schema = AttrSchema(_attrs())
-    doc = ("resize: data, sizes, scales, optional axes; nearest (5 rounding modes) or linear/linear_onnx; the "
+    doc = ("resize: data, sizes, scales, optional axes; nearest (5 rounding modes), linear/linear_onnx or cubic; the "
            "coordinate transforms exports use; pads.")
 
 

@@ -249,7 +249,7 @@ def _interpolate(c: RefCall) -> list[np.ndarray]:
     xp = np.pad(x, list(zip(pb, pe, strict=True)))
     axes, sizes, scales = op._plan(x.shape, a, [None, *c.ins[1:]])
     return [R.interpolate(xp, axes, sizes, scales, a["mode"], a["coordinate_transformation_mode"],
-                          a["nearest_mode"])]
+                          a["nearest_mode"], a["cube_coeff"])]
 
 
 def _apply1(fn: Callable[[np.ndarray], np.ndarray]) -> RefFn:
@@ -536,6 +536,9 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Interpolate": _interpolate,
     "Range": lambda c: [R.range_(*(float(np.asarray(v).reshape(-1)[0]) for v in c.ins))],
     "Einsum": lambda c: [R.einsum(c.a("equation"), *c.ins)],
+    "FakeQuantize": lambda c: [R.fake_quantize(*c.ins, c.a("levels"))],
+    "GridSample": lambda c: [R.grid_sample(c.ins[0], c.ins[1], c.a("mode"), c.a("padding_mode"),
+                                           c.a("align_corners"))],
     "ReduceMean": _reduce_ref("mean"),
     "ReduceSum": _reduce_ref("sum"),
     "ReduceMax": _reduce_ref("max"),

@@ -37,6 +37,7 @@ FAMILIES = (
     "recurrent",
     "selection",
     "rearrange",
+    "sample",
 )
 
 
