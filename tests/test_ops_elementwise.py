@@ -4,6 +4,8 @@ against the numpy semantics, and one malformed-IR test per rule."""
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -342,3 +344,42 @@ def test_runtime_shape_mismatch_in_a_dynamic_model(tmp_path):
     with pytest.raises(irnorm.InputError) as e:
         m.run({"a": np.ones((2, 3), np.float32), "b": np.ones((4, 3), np.float32)})
     assert e.value.code == "IRN064" and "dim 0 is 2 in input 0 and 4 in input 1" in str(e.value)
+
+
+# ---- Power by a constant exponent: the fast cases keep C pow's results, special values included ------
+
+def _c_pow(x: np.ndarray, p: float) -> np.ndarray:
+    """Per element math.pow (C99 pow) in float64, with its domain errors as NaN / inf."""
+    out = []
+    for v in x.astype(np.float64).reshape(-1):
+        if v == 0 and p < 0:  # Python raises here; C gives +-inf (the sign of zero for odd integer p)
+            out.append(math.copysign(math.inf, v) if p == math.floor(p) and int(p) % 2 else math.inf)
+            continue
+        try:
+            out.append(math.pow(v, p))
+        except ValueError:  # a negative base to a non-integer power
+            out.append(math.nan)
+        except OverflowError:
+            out.append(math.inf)
+    return np.array(out).reshape(x.shape)
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0, 1.0, -1.0, 0.0, 0.5, -0.5, 4.0, -3.0, 16.0, 1.7, -2.2])
+@pytest.mark.parametrize("fused", [False, True])
+def test_power_by_constant_exponent_matches_c_pow(tmp_path, p, fused):
+    rng = np.random.default_rng(int(p * 10) + 100)
+    special = np.array([-np.inf, -2.5, -1, -0.0, 0.0, 0.3, 1, 2.5, np.inf, np.nan], np.float32)
+    x = np.concatenate([special, rng.uniform(-3, 3, 300).astype(np.float32)]).reshape(2, -1)
+    b = IRBuilder("pow")
+    src = b.parameter("x", x.shape, "f32")
+    if fused:  # Multiply by 1 + Power: the planner's Multiply/Add/Power chain (the Scale kernel)
+        (src,) = b.layer("Multiply", [src, b.const(np.float32(1.0), "one")], [(x.shape, "f32")], None,
+                         version="opset1")
+    (y,) = b.layer("Power", [src, b.const(np.float32(p), "p")], [(x.shape, "f32")], None, version="opset1",
+                   names=["y"])
+    b.result(y)
+    got = irnorm.load(b.save(tmp_path, "pow")).run({"x": x})["y"]
+    want = _c_pow(x, p).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0, equal_nan=True)
+    finite_zero = (got == 0) & (want == 0)
+    assert np.array_equal(np.signbit(got[finite_zero]), np.signbit(want[finite_zero])), "signed zeros differ"

@@ -114,53 +114,61 @@ def _run_irnorm(args: tuple[str, list]) -> tuple[str, object]:
         return "crash", "".join(traceback.format_exc().splitlines(True)[-3:])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--filter", default=None)
-    ap.add_argument("--cache", default=".cache/onnx-backend")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=60.0)
-    ap.add_argument("--report", default=None)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
+def cache_dir(root: str | Path) -> Path:
+    """The conversion cache for the installed onnx and OpenVINO versions under `root`."""
     import onnx
     import openvino as ov
 
-    cache = Path(args.cache) / f"onnx{onnx.__version__}-ov{ov.get_version().split('-')[0]}"
+    return Path(root) / f"onnx{onnx.__version__}-ov{ov.get_version().split('-')[0]}"
+
+
+def run_suite(pattern: str | None, cache: Path, jobs: int = 2, timeout: float = 60.0, log=None) -> list[dict]:
+    """One row per node test: converted?, OpenVINO's verdict, irnorm's ('pass', 'mismatch', 'unsupported',
+    'load_error', 'run_error', 'crash', 'timeout' or None when OpenVINO failed) and a detail."""
     rows = []
-    pool = mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=50)
-    for test in _tests(args.filter):
-        row = {"test": test.name, "converted": False, "openvino": None, "irnorm": None, "detail": ""}
-        rows.append(row)
-        xml = _convert(test, cache)
-        if xml is None:
-            continue
-        row["converted"] = True
-        ins, want = _data(test)
-        try:
-            ok, why = _close(_run_openvino(xml, ins), want)
-        except Exception as e:  # noqa: BLE001
-            msg = [ln for ln in str(e).splitlines() if ln.strip()]
-            ok, why = False, f"OpenVINO fails: {msg[-1][:120] if msg else type(e).__name__}"
-        row["openvino"] = ok
-        if not ok:
-            row["detail"] = why
-            continue
-        try:
-            kind, val = pool.apply_async(_run_irnorm, ((str(xml), ins),)).get(args.timeout)
-        except mp.TimeoutError:
-            kind, val = "timeout", f"no answer in {args.timeout:.0f} s"
-            pool.terminate()
-            pool = mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=50)
-        if kind == "ran":
-            ok, why = _close(val, want)
-            row["irnorm"] = "pass" if ok else "mismatch"
-            row["detail"] = why
-        else:
-            row["irnorm"] = kind
-            row["detail"] = val
-        print(f"{test.name}: {row['irnorm']} {row['detail'] if row['irnorm'] != 'pass' else ''}", file=sys.stderr)
-    pool.terminate()
+    pool = mp.get_context("spawn").Pool(jobs, maxtasksperchild=50)
+    try:
+        for test in _tests(pattern):
+            row = {"test": test.name, "converted": False, "openvino": None, "irnorm": None, "detail": ""}
+            rows.append(row)
+            xml = _convert(test, cache)
+            if xml is None:
+                continue
+            row["converted"] = True
+            ins, want = _data(test)
+            try:
+                ok, why = _close(_run_openvino(xml, ins), want)
+            except Exception as e:  # noqa: BLE001
+                msg = [ln for ln in str(e).splitlines() if ln.strip()]
+                ok, why = False, f"OpenVINO fails: {msg[-1][:120] if msg else type(e).__name__}"
+            row["openvino"] = ok
+            if not ok:
+                row["detail"] = why
+                continue
+            try:
+                kind, val = pool.apply_async(_run_irnorm, ((str(xml), ins),)).get(timeout)
+            except mp.TimeoutError:
+                kind, val = "timeout", f"no answer in {timeout:.0f} s"
+                pool.terminate()
+                pool = mp.get_context("spawn").Pool(jobs, maxtasksperchild=50)
+            if kind == "ran":
+                ok, why = _close(val, want)
+                row["irnorm"] = "pass" if ok else "mismatch"
+                row["detail"] = why
+            else:
+                row["irnorm"] = kind
+                row["detail"] = val
+            if log is not None:
+                print(f"{test.name}: {row['irnorm']} {row['detail'] if row['irnorm'] != 'pass' else ''}", file=log)
+    finally:
+        pool.terminate()
+    return rows
+
+
+def report(rows: list[dict]) -> str:
+    import onnx
+    import openvino as ov
+
     ov_pass = [r for r in rows if r["openvino"]]
     passed = [r for r in ov_pass if r["irnorm"] == "pass"]
     blockers = Counter(op for r in ov_pass if r["irnorm"] == "unsupported" for op in r["detail"])
@@ -175,7 +183,20 @@ def main() -> None:
     lines += ["", "## Mismatches, errors and crashes among OpenVINO-passing tests", ""]
     lines += [f"- {r['test']}: {r['irnorm']}: {r['detail']}" for r in ov_pass
               if r["irnorm"] not in ("pass", "unsupported")]
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--filter", default=None)
+    ap.add_argument("--cache", default=".cache/onnx-backend")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--report", default=None)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    rows = run_suite(args.filter, cache_dir(args.cache), args.jobs, args.timeout, log=sys.stderr)
+    text = report(rows)
     print(text)
     if args.report:
         Path(args.report).write_text(text)

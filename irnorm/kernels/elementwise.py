@@ -39,6 +39,78 @@ _MAX_DIMS = 4
 _JIT = dict(nogil=True, cache=True, error_model="numpy")  # nogil: Ctrl-C and other threads run during kernels
 
 
+# ---- powers by a constant exponent --------------------------------------------------------------
+# Exports raise to 2 (RMSNorm, variance), 0.5 / -0.5 (norms), -1, 3 (tanh-Gelu) and small integers: a
+# multiply or a square root instead of a pow call per element.  Each matches IEEE pow's special cases
+# (pow(-0, 0.5) = +0, pow(-inf, 0.5) = +inf, pow(-0, -0.5) = +inf, pow(nan, 0) = 1).
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _ipow(v, k):
+    """v ** k for an integer k, |k| <= 16, by squaring."""
+    m = -k if k < 0 else k
+    r = 1.0  # float64: the product of up to 16 factors rounds once, when stored
+    b = v
+    while m:
+        if m & 1:
+            r = r * b
+        b = b * b
+        m >>= 1
+    return 1 / r if k < 0 else r
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def power(v, p):
+    """v ** p with the fast cases for a constant p (used per element inside loops over one p)."""
+    if p == 2.0:
+        return v * v
+    if p == 1.0:
+        return v
+    if p == 0.5:
+        return math.inf if v == -math.inf else abs(math.sqrt(v))
+    if p == -0.5:
+        return 0.0 if v == -math.inf else 1 / abs(math.sqrt(v))
+    if p == math.floor(p) and abs(p) <= 16.0:
+        return _ipow(v, int(p))
+    return v ** p
+
+
+@njit(**_JIT)
+def _pow_scalar(a, y, o):
+    """o = a ** y for a scalar y; the common exponents get their own loop (vectorised)."""
+    n = o.shape[0]
+    if y == 2.0:
+        for i in range(n):
+            v = a[i]
+            o[i] = v * v
+    elif y == 3.0:
+        for i in range(n):
+            v = a[i]
+            o[i] = v * v * v
+    elif y == 1.0:
+        for i in range(n):
+            o[i] = a[i]
+    elif y == -1.0:
+        for i in range(n):
+            o[i] = 1 / a[i]
+    elif y == 0.0:
+        for i in range(n):
+            o[i] = 1
+    elif y == 0.5:
+        for i in range(n):
+            o[i] = abs(math.sqrt(a[i]))
+            if a[i] == -math.inf:
+                o[i] = math.inf
+    elif y == -0.5:
+        for i in range(n):
+            o[i] = 1 / abs(math.sqrt(a[i]))
+            if a[i] == -math.inf:
+                o[i] = 0
+    else:
+        for i in range(n):
+            o[i] = power(a[i], y)
+
+
 # ---- inner loops: one per (inner stride pattern); the op branch sits outside the loop ----
 
 
@@ -98,8 +170,7 @@ def _vs(code, a, y, o):
             x = a[i]
             o[i] = x if (x <= y or x != x) else y
     elif code == POW:
-        for i in range(n):
-            o[i] = a[i] ** y
+        _pow_scalar(a, y, o)
     else:
         for i in range(n):
             d = a[i] - y

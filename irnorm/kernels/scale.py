@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import pool
+from .elementwise import power
 
 POW_ONE = 0  # every power is 1: no pow at all
 POW_TWO = 1  # every power is 2: v * v
@@ -26,13 +27,7 @@ POW_ANY = 2  # per-coefficient power, still skipping pow for 1 and 2
 _CHUNK = 16384
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _power(v, p):
-    if p == 1.0:
-        return v
-    if p == 2.0:
-        return v * v
-    return v ** p
+_power = power  # the one constant-exponent power (kernels/elementwise.py): 2, 0.5, -0.5, small integers, ...
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -68,9 +63,12 @@ def _span(x, out, i0, i1, a, b, p, pmode, sat):
         for j in range(n):
             v = np.float32(xs[j]) * a + b
             ys[j] = v * v
+    elif a == 1.0 and b == 0.0:  # a lone Power: x * 1 + 0 would turn -0 into +0
+        for j in range(n):
+            ys[j] = _power(np.float32(xs[j]), p)
     else:
         for j in range(n):
-            ys[j] = (np.float32(xs[j]) * a + b) ** p
+            ys[j] = _power(np.float32(xs[j]) * a + b, p)
 
 
 @njit(nogil=True, parallel=True, cache=True)
@@ -112,7 +110,10 @@ def scale_rows(x, out, scale, shift, power, pmode, sat):
                 yr[k] = v * v
         else:
             for k in range(k_count):
-                yr[k] = _power(np.float32(xr[k]) * scale[k] + shift[k], power[k])
+                v = np.float32(xr[k])
+                if scale[k] != 1.0 or shift[k] != 0.0:  # x * 1 + 0 would turn -0 into +0
+                    v = v * scale[k] + shift[k]
+                yr[k] = _power(v, power[k])
 
 
 def power_mode(power: np.ndarray) -> int:
@@ -137,7 +138,9 @@ def scale(x: np.ndarray, scale_c: np.ndarray, shift_c: np.ndarray, power_c: np.n
     if xs.size:
         if pmode is None:
             pmode = power_mode(power_c)
-        if inner == 1 and k_count > 1:
+        if pmode == POW_ONE and not sat and not np.any(scale_c != 1) and not np.any(shift_c != 0):
+            out[:] = xs  # the identity (a Power by 1): x * 1 + 0 would turn -0 into +0
+        elif inner == 1 and k_count > 1:
             scale_rows(xs.reshape(-1, k_count), out.reshape(-1, k_count), scale_c, shift_c, power_c, pmode, sat)
         else:
             scale_segments(xs, out, scale_c, shift_c, power_c, max(k_count, 1), max(inner, 1), pmode, sat)

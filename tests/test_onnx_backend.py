@@ -1,0 +1,49 @@
+"""The peer suite in CI: every ONNX backend node test the installed onnx package defines, converted to
+IR by OpenVINO (cached under .cache/onnx-backend, generated at test time, never committed), run in
+OpenVINO's CPU plugin and in irnorm, both compared with ONNX's expected outputs
+(tools/onnx_backend_suite.py; docs/onnx-backend.md has the latest report).
+
+OpenVINO's verdict only picks the denominator (the tests OpenVINO itself passes on this machine);
+irnorm is judged against ONNX's expected outputs.  The test fails when irnorm passes under 95% of
+those, or when it fails one that is not in KNOWN_FAILURES below (each with the reason it fails)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("openvino")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# irnorm's known failures among the tests OpenVINO passes, and why.
+KNOWN_FAILURES = {
+    "test_div_int32_trunc": "OpenVINO's converter writes m_pythondiv=true (floor) for ONNX's truncating integer Div; "
+                            "its CPU plugin truncates anyway, irnorm follows the IR (docs/ir-format.md)",
+    "test_reduce_min_empty_set": "the CPU plugin gives +inf for an empty ReduceMin with run-time axes, OpenVINO's "
+                                 "reference (and irnorm) the type's highest finite value (docs/ir-format.md §12)",
+    "test_attention_4d_causal_fp16_expanded": "f16 rounding of the decomposed attention: 4.9e-4 off, over onnx's "
+                                              "1e-7 absolute tolerance",
+}
+
+
+def _suite():
+    spec = importlib.util.spec_from_file_location("onnx_backend_suite", ROOT / "tools" / "onnx_backend_suite.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_onnx_backend_node_tests():
+    suite = _suite()
+    rows = suite.run_suite(None, suite.cache_dir(ROOT / ".cache" / "onnx-backend"), jobs=2, timeout=120.0)
+    ov_pass = [r for r in rows if r["openvino"]]
+    assert len(ov_pass) > 1000, f"only {len(ov_pass)} node tests converted and passed in OpenVINO"
+    failed = {r["test"]: f"{r['irnorm']}: {r['detail']}" for r in ov_pass if r["irnorm"] != "pass"}
+    share = 1 - len(failed) / len(ov_pass)
+    unexpected = {k: v for k, v in failed.items() if k not in KNOWN_FAILURES}
+    assert not unexpected, f"irnorm fails {len(unexpected)} ONNX node tests OpenVINO passes: {unexpected}"
+    assert share >= 0.95, f"irnorm passes {share:.1%} of the {len(ov_pass)} tests OpenVINO passes (target 95%)"
