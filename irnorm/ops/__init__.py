@@ -29,6 +29,7 @@ OP_MODULES = (
     "range",
     "interpolate",
     "einsum",
+    "indexing",
 )
 
 
