@@ -34,6 +34,7 @@ FAMILIES = (
     "pooling",
     "attention",
     "shape",
+    "indexing",
 )
 
 
