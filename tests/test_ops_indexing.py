@@ -331,3 +331,16 @@ def test_malformed_indexing_layers(tmp_path, layer, inputs, outputs, attrs, vers
         assert diags and all(d.code.startswith("IRN") for d in diags)
         return
     expect_error(b, tmp_path, code, fragment)
+
+
+def test_u64_indices_past_int64_stay_out_of_range(tmp_path):
+    """A u64 index of 2**64 - 1 must not wrap to -1 (a valid index counted from the end)."""
+    big = np.array([[np.iinfo(np.uint64).max]], np.uint64)
+    x = np.arange(3, dtype=np.float32)
+    b = _model("GatherND", "opset8", [_param("x", x), _param("i", big)], rank=1)
+    with pytest.raises(irnorm.InputError, match="out of range"):
+        _load(b, tmp_path, "g").run({"x": x, "i": big})
+    b = _model("OneHot", "opset16", [_param("i", big[0]), ("d", np.array(3)), ("on", np.array(1.0, np.float32)),
+                                     ("off", np.array(0.0, np.float32))],
+               {"axis": -1, "negative_indices_mode": "normalize"}, rank=2)
+    assert _load(b, tmp_path, "o").run({"i": big[0]})["y"].tolist() == [[0, 0, 0]]

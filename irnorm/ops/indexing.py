@@ -88,10 +88,19 @@ def _run_axis(layer, v: np.ndarray, rank: int) -> int:
     return vals[0] % rank
 
 
+def _as_int64(i: np.ndarray) -> np.ndarray:
+    """Indices as int64; a u64 value past int64's range saturates (it stays out of range instead of
+    wrapping to a valid negative index)."""
+    i = np.asarray(i)
+    if i.dtype == np.uint64:
+        i = np.minimum(i, np.uint64(np.iinfo(np.int64).max))
+    return i.astype(np.int64)
+
+
 def _check_range(layer, i: np.ndarray, n: int, what: str, allow_negative: bool = True) -> np.ndarray:
     """`i` as int64 with negative values counted from the end; any value outside [-n, n-1] (or
     [0, n-1] when negatives are refused) is a run-time error."""
-    i = np.asarray(i).astype(np.int64)
+    i = _as_int64(i)
     lo = -n if allow_negative else 0
     if i.size and (int(i.min()) < lo or int(i.max()) >= n):
         bad = int(i[(i < lo) | (i >= n)].reshape(-1)[0])
@@ -414,7 +423,7 @@ class _OneHot(Op):
             if idx.size * d > MAX_ONE_HOT_ELEMENTS:
                 raise runtime_error(layer, f"depth {d} for {idx.size} indices asks for an absurd output size")
             ax = axis % (idx.ndim + 1)
-            i = idx.astype(np.int64)
+            i = _as_int64(idx)
             if normalize:
                 i = np.where((i < 0) & (i >= -d), i + d, i)
             hot = i[..., None] == np.arange(d, dtype=np.int64)  # an index outside [0, d-1] matches nothing
