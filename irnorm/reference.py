@@ -1259,3 +1259,89 @@ def grid_sample(data: ArrayLike, grid: ArrayLike, mode: str, padding: str, align
                         if 0 <= iy < h and 0 <= ix < w:
                             out[n, :, yo, xo] += wy * wx * x[n, :, iy, ix]
     return out
+
+
+def scatter_update(x: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: int) -> np.ndarray:
+    """ScatterUpdate-3: for each position p of indices, data[..., indices[p], ...] = updates[..., p, ...]
+    along `axis`, in order (a repeated index takes the last update)."""
+    y = np.array(x, copy=True)
+    ax = axis % y.ndim
+    idx = np.asarray(indices).astype(np.int64)
+    u = np.asarray(updates)
+    lead = (slice(None),) * ax
+    for p in np.ndindex(*idx.shape):
+        y[lead + (int(idx[p]),)] = u[lead + p]
+    return y
+
+
+def scatter_elements_update(x: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: int,
+                            reduction: str = "none", use_init_val: bool = True) -> np.ndarray:
+    """ScatterElementsUpdate-3/12, one element at a time in float64 (integers exact): the target of
+    indices[p] is p with the axis coordinate replaced by indices[p] (negative: from the end).  With
+    a reduction every update at a target is combined into it, starting from data's value
+    (use_init_val) or from nothing; mean divides by the count (integers: rounded down)."""
+    x = np.asarray(x)
+    is_int = x.dtype.kind in "iu"
+    y = (x.astype(np.int64) if is_int else _f64(x)).copy()
+    idx = np.asarray(indices).astype(np.int64)
+    u = np.asarray(updates)
+    ax = axis % x.ndim
+    got: dict[tuple[int, ...], list] = {}
+    for p in np.ndindex(*idx.shape):
+        t = list(p)
+        t[ax] = int(idx[p]) % x.shape[ax]
+        t = tuple(t)
+        if reduction == "none":
+            y[t] = u[p]
+        else:
+            got.setdefault(t, []).append(u[p].item())
+    for t, vals in got.items():
+        vals = ([y[t].item()] if use_init_val else []) + vals
+        if reduction == "sum":
+            r = sum(vals)
+        elif reduction == "prod":
+            r = 1
+            for v in vals:
+                r *= v
+        elif reduction == "min":
+            r = min(vals)
+        elif reduction == "max":
+            r = max(vals)
+        else:  # mean
+            r = sum(vals) // len(vals) if is_int else sum(vals) / len(vals)
+        y[t] = r
+    return y.astype(x.dtype) if is_int or x.dtype == np.bool_ else y
+
+
+def gather_nd(x: ArrayLike, indices: ArrayLike, batch_dims: int = 0, fold_batch: bool = False) -> np.ndarray:
+    """GatherND-5/8: out[b..., p...] = data[b..., indices[b..., p...]] (the index tuple addresses the dims
+    after the batch dims; negative from the end).  GatherND-5 (fold_batch) folds the batch dims into one."""
+    x = np.asarray(x)
+    idx = np.asarray(indices).astype(np.int64)
+    b = batch_dims
+    k = idx.shape[-1]
+    rest = x.shape[b + k:]
+    out = np.empty(idx.shape[:-1] + rest, x.dtype)
+    for p in np.ndindex(*idx.shape[:-1]):
+        tup = tuple(int(v) % x.shape[b + j] for j, v in enumerate(idx[p]))
+        out[p] = x[p[:b] + tup]
+    if fold_batch and b:
+        out = out.reshape((int(np.prod(idx.shape[:b])),) + out.shape[b:])
+    return out
+
+
+def one_hot(indices: ArrayLike, depth: int, on_value, off_value, axis: int, normalize: bool = False) -> np.ndarray:
+    """OneHot-1/16: a new axis of length depth at `axis`, on_value where its position equals the index,
+    off_value elsewhere; an index outside [0, depth) gives an all-off row, except that normalize
+    (OneHot-16) first maps [-depth, -1] to index + depth."""
+    idx = np.asarray(indices).astype(np.int64)
+    on, off = np.asarray(on_value).reshape(-1)[0], np.asarray(off_value).reshape(-1)[0]
+    ax = axis % (idx.ndim + 1)
+    out = np.empty(idx.shape + (depth,), np.asarray(on_value).dtype)
+    for p in np.ndindex(*idx.shape):
+        i = int(idx[p])
+        if normalize and -depth <= i < 0:
+            i += depth
+        for c in range(depth):
+            out[p + (c,)] = on if c == i else off
+    return np.moveaxis(out, -1, ax)

@@ -34,6 +34,7 @@ OP_MODULES = (
     "rearrange",
     "quantize",
     "grid_sample",
+    "indexing",
 )
 
 

@@ -577,6 +577,16 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
                             _ints(c.ins[3]) if len(c.ins) > 3 else ())],
     "Identity": lambda c: [np.array(c.ins[0], copy=True)],
     "NonZero": lambda c: [R.non_zero(c.ins[0])],
+    "ScatterUpdate": lambda c: [R.scatter_update(c.ins[0], c.ins[1], c.ins[2], _ints(c.ins[3])[0])],
+    "ScatterElementsUpdate": {
+        3: lambda c: [R.scatter_elements_update(c.ins[0], c.ins[1], c.ins[2], _ints(c.ins[3])[0])],
+        12: lambda c: [R.scatter_elements_update(c.ins[0], c.ins[1], c.ins[2], _ints(c.ins[3])[0], c.a("reduction"),
+                                                 c.a("use_init_val"))]},
+    "GatherND": {5: lambda c: [R.gather_nd(c.ins[0], c.ins[1], c.a("batch_dims"), fold_batch=True)],
+                 8: lambda c: [R.gather_nd(c.ins[0], c.ins[1], c.a("batch_dims"))]},
+    "OneHot": {1: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"))],
+               16: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"),
+                                        c.a("negative_indices_mode") == "normalize")]},
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 

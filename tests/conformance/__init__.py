@@ -38,6 +38,7 @@ FAMILIES = (
     "selection",
     "rearrange",
     "sample",
+    "indexing",
 )
 
 
