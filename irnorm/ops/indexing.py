@@ -16,7 +16,7 @@ Semantics, from OpenVINO's specs and reference implementations:
   from the end.  -12 adds ``reduction`` (sum, prod, min, max, mean: every update at a position is
   combined into it) and ``use_init_val`` (false: data's value at a scattered position is left out, a
   neutral start value stands in).  mean of integers rounds down (floor), as OpenVINO's spec and
-  reference do (its CPU plugin truncates: docs/ir-format.md §12 item 12); sum/prod of booleans are
+  reference do (its CPU plugin truncates: docs/ir-format.md §12 item 20); sum/prod of booleans are
   or/and, mean of booleans is refused.  f16/bf16 reductions accumulate in float32, rounded once.
 * GatherND-5/8: the slices of data addressed by the last dim of indices, after ``batch_dims``
   leading dims shared by data and indices; negative indices count from the end.  The versions differ
