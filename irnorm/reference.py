@@ -29,6 +29,7 @@ __all__ = [
     "convert",
     "convolution",
     "convolution_backprop_data",
+    "group_convolution_backprop_data",
     "depth_to_space",
     "eye",
     "group_convolution",
@@ -578,6 +579,19 @@ def convolution_backprop_data(x: ArrayLike, w: ArrayLike, strides: Sequence[int]
 # Floating-point data is computed in float64; integer data (Relu, PRelu, Sign, Floor, Ceiling, Round)
 # keeps its integer type.  NaN and inf follow each formula as written (OpenVINO's reference).
 
+
+
+def group_convolution_backprop_data(x: ArrayLike, w: ArrayLike, strides: Sequence[int], pads_begin: Sequence[int],
+                                    pads_end: Sequence[int], dilations: Sequence[int], auto_pad: str = "explicit",
+                                    output_padding: Sequence[int] | None = None,
+                                    output_shape: Sequence[int] | None = None) -> np.ndarray:
+    """GroupConvolutionBackpropData-1: x [N, G*C, *S], w [G, C, O, *k]; group g's channels go through
+    convolution_backprop_data with w[g], and the G outputs are stacked along the channels."""
+    x, w = _f64(x), _f64(w)
+    c = w.shape[1]
+    return np.concatenate([convolution_backprop_data(x[:, g * c:(g + 1) * c], w[g], strides, pads_begin, pads_end,
+                                                     dilations, auto_pad, output_padding, output_shape)
+                           for g in range(w.shape[0])], axis=1)
 
 def _num(x: ArrayLike) -> np.ndarray:
     """float64 for floating-point data, the array itself for integers."""

@@ -94,7 +94,8 @@ class Seed:
 
 def _built_seeds() -> list[tuple[str, IRBuilder, dict[str, np.ndarray]]]:
     """Small models for the ops no sample or export uses: BatchNormInference-1/-5, LRN-1, MVN-1, Sigmoid, the other
-    unary ops, Clamp, Power, Divide and SquaredDifference."""
+    unary ops, Clamp, Power, Divide and SquaredDifference, and the index-taking ops (Gather, GatherElements,
+    ScatterElementsUpdate, ScatterNDUpdate, GatherND, OneHot, TopK)."""
     rng = np.random.default_rng(7)
     b = IRBuilder("bn_lrn_mvn1")
     x = b.parameter("x", (1, 4, 5, 5), "f32")
@@ -137,7 +138,41 @@ def _built_seeds() -> list[tuple[str, IRBuilder, dict[str, np.ndarray]]]:
     (z,) = b3.layer("Subtract", [z, x], [f32], None, version="opset1", names=["b"])
     b3.result(z)
     x3 = rng.normal(size=(2, 3, 4)).astype(np.float32) * 3
-    return [("bn_lrn_mvn1", b, {"x": x1}), ("bn1_dynamic", b2, {"x": x2}), ("unary_chain", b3, {"x": x3})]
+
+    # the ops that take indices from the file or an input: a mutated index, shape or attribute must give a
+    # coded error, never an out-of-bounds read or write
+    b4 = IRBuilder("indexing")
+    f26 = ((2, 6), "f32")
+    x = b4.parameter("x", (2, 6), "f32")
+    i = b4.parameter("i", (2,), "i64")
+    (y,) = b4.layer("Gather", [x, i, b4.const(np.array(1, np.int64))], [((2, 2), "f32")], {"batch_dims": 0},
+                    version="opset8", names=["gather"])
+    b4.result(y)
+    (y,) = b4.layer("GatherElements", [x, b4.const(np.array([[0, 5, 1], [4, 4, 2]], np.int64))],
+                    [((2, 3), "f32")], {"axis": 1}, version="opset6", names=["gather_elements"])
+    b4.result(y)
+    (y,) = b4.layer("ScatterElementsUpdate", [x, b4.const(np.array([[1, 1], [0, 5]], np.int64)),
+                                              b4.const(np.ones((2, 2), np.float32)), b4.const(np.array(1, np.int64))],
+                    [f26], {"reduction": "sum", "use_init_val": "true"}, version="opset12", names=["scatter_elements"])
+    b4.result(y)
+    (y,) = b4.layer("ScatterNDUpdate", [x, b4.const(np.array([[1, 2], [0, 0]], np.int64)),
+                                        b4.const(np.array([7.0, 8.0], np.float32))], [f26], None, version="opset3",
+                    names=["scatter_nd"])
+    b4.result(y)
+    (y,) = b4.layer("GatherND", [x, b4.const(np.array([[0, 1], [1, 5]], np.int64))], [((2,), "f32")],
+                    {"batch_dims": 0}, version="opset8", names=["gather_nd"])
+    b4.result(y)
+    (y,) = b4.layer("OneHot", [i, b4.const(np.array(4, np.int64)), b4.const(np.float32(1)),
+                               b4.const(np.float32(0))], [((2, 4), "f32")], {"axis": -1}, version="opset16",
+                    names=["one_hot"])
+    b4.result(y)
+    (v, k) = b4.layer("TopK", [x, b4.const(np.array(3, np.int64))], [((2, 3), "f32"), ((2, 3), "i32")],
+                      {"axis": 1, "mode": "max", "sort": "value"}, version="opset11", names=["top_values", "top_idx"])
+    b4.result(v)
+    b4.result(k)
+    x4 = rng.normal(size=(2, 6)).astype(np.float32)
+    return [("bn_lrn_mvn1", b, {"x": x1}), ("bn1_dynamic", b2, {"x": x2}), ("unary_chain", b3, {"x": x3}),
+            ("indexing", b4, {"x": x4, "i": np.array([5, -2], np.int64)})]
 
 
 def _load_seeds() -> list[Seed]:

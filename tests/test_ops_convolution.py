@@ -37,10 +37,14 @@ def test_channel_mismatch(tmp_path):
     expect_error(_conv("Convolution", (1, 3, 8, 8), _w(4, 2, 3, 3)), tmp_path / "c", "IRN032", "C_in=3")
     expect_error(_conv("GroupConvolution", (1, 6, 8, 8), _w(3, 2, 3, 3, 3)), tmp_path / "g", "IRN032", "3*3 = 9")
     expect_error(_conv("ConvolutionBackpropData", (1, 3, 8, 8), _w(4, 2, 3, 3)), tmp_path / "b", "IRN032", "C_in=3")
+    expect_error(_conv("GroupConvolutionBackpropData", (1, 6, 8, 8), _w(3, 3, 2, 3, 3)), tmp_path / "gb", "IRN032",
+                 "3*3 = 9")
 
 
 def test_groups_not_dividing(tmp_path):
     expect_error(_conv("GroupConvolution", (1, 7, 8, 8), _w(2, 2, 3, 3, 3)), tmp_path, "IRN032", "not divisible")
+    expect_error(_conv("GroupConvolutionBackpropData", (1, 7, 8, 8), _w(2, 2, 3, 3, 3)), tmp_path / "b", "IRN032",
+                 "not divisible")
 
 
 @pytest.mark.parametrize("name", ["pads_begin", "pads_end"])

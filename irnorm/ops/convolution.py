@@ -1,4 +1,5 @@
-"""Convolution-1, GroupConvolution-1 and ConvolutionBackpropData-1 (opset1+), 1-D to 3-D.
+"""Convolution-1, GroupConvolution-1, ConvolutionBackpropData-1 and GroupConvolutionBackpropData-1
+(opset1+), 1-D to 3-D.
 
 Output size per spatial dim (forward): ``floor((in + pb + pe - (d*(k-1) + 1)) / s) + 1``, with
 
@@ -330,19 +331,27 @@ class ConvolutionBackpropData(Op):
             raise fail("IRN032", f"output_shape (input 2) {v} has a negative dim")
         return v
 
+    grouped = False  # GroupConvolutionBackpropData: filter [G, C_in/G, C_out/G, k...]
+
+    def _channels(self, x, w) -> int:
+        """C_out from the filter, checking the data's C_in against it; -1 where unknown."""
+        if x[1] != -1 and w[0] != -1 and x[1] != w[0]:
+            raise fail("IRN032", f"data has C_in={x[1]} channels but the filter {fmt_shape(w)} expects {w[0]}")
+        return w[1]
+
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
-        t, x, w = _check_data(ctx, "filter (input 1)", 0)
-        rank = len(x) - 2 if x is not None else (len(w) - 2 if w is not None else None)
+        extra = 1 if self.grouped else 0
+        t, x, w = _check_data(ctx, "filter (input 1)", extra)
+        rank = len(x) - 2 if x is not None else (len(w) - 2 - extra if w is not None else None)
         oshape = self._output_shape(ctx, rank)
         if x is None:
             return [TensorInfo(None, t)]
         a = _spatial_attrs(ctx.attrs, rank, ("strides", "dilations", "pads_begin", "pads_end", "output_padding"))
         if w is None:
             return [TensorInfo((x[0], -1) + (tuple(oshape) if oshape else (-1,) * rank), t)]
-        if x[1] != -1 and w[0] != -1 and x[1] != w[0]:
-            raise fail("IRN032", f"data has C_in={x[1]} channels but the filter {fmt_shape(w)} expects {w[0]}")
-        out, _ = self._geometry(x[2:], w[2:], a, ctx.attrs["auto_pad"], oshape)
-        return [TensorInfo((x[0], w[1]) + tuple(out), t)]
+        cout = self._channels(x, w)
+        out, _ = self._geometry(x[2:], w[2 + extra:], a, ctx.attrs["auto_pad"], oshape)
+        return [TensorInfo((x[0], cout) + tuple(out), t)]
 
     def build(self, ctx: NodeContext):
         from ..kernels import conv
@@ -351,11 +360,13 @@ class ConvolutionBackpropData(Op):
         work = _work_dtype(dtype)
         auto_pad = ctx.attrs["auto_pad"]
 
+        grouped = self.grouped
+
         def prepare(w: np.ndarray):
+            """-> (one [C_out*K, C_in] matrix per group: col = W^T @ x, kernel spatial shape)."""
             wc = w.astype(work, copy=False)
-            cin = wc.shape[0]
-            # [C_in, C_out*K] -> [C_out*K, C_in]: col = W^T @ x
-            return np.ascontiguousarray(wc.reshape(cin, -1).T), wc.shape[2:]
+            groups = wc if grouped else wc[None]
+            return [np.ascontiguousarray(g.reshape(g.shape[0], -1).T) for g in groups], groups.shape[3:]
 
         wconst = ctx.inputs[1].value
         ready = prepare(np.asarray(wconst)) if wconst is not None else None
@@ -363,10 +374,9 @@ class ConvolutionBackpropData(Op):
         @_runtime(ctx)
         def run(ins):
             x, w = ins[0], ins[1]
-            if x.shape[1] != w.shape[0]:
-                raise fail("IRN032", f"data has C_in={x.shape[1]} channels but the filter {list(w.shape)} expects "
-                                     f"{w.shape[0]}")
-            wt, k = ready if ready is not None else prepare(w)
+            self._channels(x.shape, w.shape)
+            wts, k = ready if ready is not None else prepare(w)
+            wt = wts[0]
             rank = x.ndim - 2
             a = _spatial_attrs(ctx.attrs, rank, ("strides", "dilations", "pads_begin", "pads_end", "output_padding"))
             oshape = None
@@ -375,16 +385,40 @@ class ConvolutionBackpropData(Op):
                 if len(oshape) != rank or any(not 0 <= e <= ATTR_MAX for e in oshape):
                     raise fail("IRN032", f"output_shape {oshape} does not fit {rank} spatial dims in [0, {ATTR_MAX}]")
             out_sp, begin = self._geometry(x.shape[2:], k, a, auto_pad, oshape)
-            size = x.shape[0] * (wt.shape[0] // max(1, prod(k))) * prod(out_sp) * work.itemsize
+            size = x.shape[0] * len(wts) * (wt.shape[0] // max(1, prod(k))) * prod(out_sp) * work.itemsize
             too_big = fail("IRN032", f"the output [{x.shape[0]}, ?, {', '.join(map(str, out_sp))}] needs {size} bytes: "
                                      f"cannot allocate")
             if size >= 2**62:
                 raise too_big
-            try:
-                y = conv.conv_backprop(x.astype(work, copy=False), wt, k, a["strides"], a["dilations"], begin,
-                                       out_sp)
+            xw = x.astype(work, copy=False)
+            cin_g = xw.shape[1] // len(wts)
+            try:  # one GEMM + col2im per group
+                parts = [conv.conv_backprop(xw[:, gi * cin_g:(gi + 1) * cin_g], wg, k, a["strides"], a["dilations"],
+                                            begin, out_sp) for gi, wg in enumerate(wts)]
+                y = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
             except MemoryError:
                 raise too_big from None
             return [_to_output(y, dtype)]
 
         return run
+
+
+@register
+class GroupConvolutionBackpropData(ConvolutionBackpropData):
+    type = "GroupConvolutionBackpropData"
+    version = 1
+    opsets = (1, None)
+    grouped = True
+    doc = ("grouped transposed convolution: data [N, G*C_in/G, spatial...], filter [G, C_in/G, C_out/G, k...]; "
+           "attributes and output_shape as ConvolutionBackpropData; one BLAS GEMM + col2im per group.")
+
+    def _channels(self, x, w) -> int:
+        g, cin_g, cout_g = w[0], w[1], w[2]
+        c = x[1]
+        if c != -1 and g != -1:
+            if g == 0 or c % g:
+                raise fail("IRN032", f"data has C_in={c} channels, not divisible by the filter's G={g} groups")
+            if cin_g != -1 and c != g * cin_g:
+                raise fail("IRN032", f"data has C_in={c} channels but the filter {fmt_shape(w)} expects "
+                                     f"G*C_in/G = {g}*{cin_g} = {g * cin_g}")
+        return -1 if g == -1 or cout_g == -1 else g * cout_g

@@ -487,6 +487,8 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "GroupConvolution": lambda c: [R.group_convolution(c.ins[0], c.ins[1], *_conv_attrs(c))],
     "ConvolutionBackpropData": lambda c: [R.convolution_backprop_data(
         c.ins[0], c.ins[1], *_conv_attrs(c), c.a("output_padding"), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "GroupConvolutionBackpropData": lambda c: [R.group_convolution_backprop_data(
+        c.ins[0], c.ins[1], *_conv_attrs(c), c.a("output_padding"), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
     **{t: _apply1(fn) for t, fn in (
         ("Relu", R.relu), ("HSwish", R.hswish), ("HSigmoid", R.hsigmoid), ("Mish", R.mish), ("SoftPlus", R.softplus),
         ("SoftSign", R.softsign), ("Floor", R.floor), ("Ceiling", R.ceiling), ("Sign", R.sign))},

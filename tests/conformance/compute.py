@@ -1,4 +1,4 @@
-"""Rows for the compute family: MatMul-1, Convolution-1, GroupConvolution-1, ConvolutionBackpropData-1."""
+"""Rows for the compute family: MatMul-1, Convolution-1, GroupConvolution-1, (Group)ConvolutionBackpropData-1."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def _conv_ov(nodes, case: Case, grouped: bool):
 # ---- ConvolutionBackpropData ---------------------------------------------------------------------------
 
 
-def _backprop_case(rng: np.random.Generator) -> Case:
+def _backprop_case(rng: np.random.Generator, grouped: bool = False) -> Case:
     rank = int(rng.integers(1, 4))
     attrs = _conv_attrs(rng, rank)
     kernel = [int(v) for v in rng.integers(1, 4, size=rank)]
@@ -156,8 +156,9 @@ def _backprop_case(rng: np.random.Generator) -> Case:
     n, c, o = int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
     spatial = [int(v) for v in rng.integers(1, 5, size=rank)]
     dt = _conv_dtype(rng)
-    x = _values(rng, [n, c] + spatial, dt)
-    w = _values(rng, [c, o] + kernel, dt)
+    g = int(rng.integers(1, 4)) if grouped else 1
+    x = _values(rng, [n, g * c] + spatial, dt)
+    w = _values(rng, ([g] if grouped else []) + [c, o] + kernel, dt)
     full = [attrs["strides"][i] * (spatial[i] - 1) + attrs["dilations"][i] * (kernel[i] - 1) + 1
             + attrs["output_padding"][i] for i in range(rank)]
     inputs = (x, w)
@@ -181,24 +182,28 @@ def _backprop_case(rng: np.random.Generator) -> Case:
     elif dynamic and len(inputs) > 2 and max(attrs["strides"]) > 1:
         odd = ("CPU plugin fails to compile (Can not clone DnnlBlockedMemoryDesc): dynamic data + output_shape + "
                "stride > 1")
+    if grouped and rank == 1 and g == 1 and not odd:
+        odd = "CPU plugin: no oneDNN primitive for a 1-D GroupConvolutionBackpropData with one group"
     return Case(inputs, attrs, params=params, dynamic=dynamic, not_openvino=odd,
                 label=f"{_name(dt)} x{list(x.shape)} w{list(w.shape)} {attrs} "
                       f"output_shape={list(inputs[2]) if len(inputs) > 2 else None}")
 
 
-def _backprop_ref(c: Case):
+def _backprop_ref(c: Case, grouped: bool = False):
     a = c.attrs
     oshape = [int(v) for v in c.inputs[2]] if len(c.inputs) > 2 else None
-    y = R.convolution_backprop_data(c.inputs[0], c.inputs[1], a["strides"], a["pads_begin"], a["pads_end"],
-                                    a["dilations"], a["auto_pad"], a["output_padding"], oshape)
+    fn = R.group_convolution_backprop_data if grouped else R.convolution_backprop_data
+    y = fn(c.inputs[0], c.inputs[1], a["strides"], a["pads_begin"], a["pads_end"], a["dilations"], a["auto_pad"],
+           a["output_padding"], oshape)
     return [y.astype(c.inputs[0].dtype)]
 
 
-def _backprop_ov(nodes, case: Case):
+def _backprop_ov(nodes, case: Case, grouped: bool = False):
     import openvino.opset1 as op1
 
     a = dict(case.attrs, auto_pad=_ov_auto_pad(case.attrs))
-    return op1.convolution_backprop_data(
+    fn = op1.group_convolution_backprop_data if grouped else op1.convolution_backprop_data
+    return fn(
         nodes[0], nodes[1], a["strides"], output_shape=nodes[2] if len(nodes) > 2 else None,
         pads_begin=a["pads_begin"], pads_end=a["pads_end"], dilations=a["dilations"], auto_pad=a["auto_pad"],
         output_padding=a["output_padding"])
@@ -215,4 +220,6 @@ ROWS = [
     Row("GroupConvolution-1", "opset1", lambda r: _conv_case(r, True), lambda c: _conv_ref(c, True),
         lambda n, c: _conv_ov(n, c, True), cases=14, tol=CONV_TOL),
     Row("ConvolutionBackpropData-1", "opset1", _backprop_case, _backprop_ref, _backprop_ov, cases=14, tol=CONV_TOL),
+    Row("GroupConvolutionBackpropData-1", "opset1", lambda r: _backprop_case(r, True),
+        lambda c: _backprop_ref(c, True), lambda n, c: _backprop_ov(n, c, True), cases=14, tol=CONV_TOL),
 ]
