@@ -9,7 +9,8 @@ those, or when it fails one that is not in KNOWN_FAILURES below (each with the r
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,14 +28,24 @@ KNOWN_FAILURES = {
                                  "reference (and irnorm) the type's highest finite value (docs/ir-format.md §12)",
     "test_attention_4d_causal_fp16_expanded": "f16 rounding of the decomposed attention: 4.9e-4 off, over onnx's "
                                               "1e-7 absolute tolerance",
+    # operations irnorm does not implement yet (README, "Operators"): sub-graph ops and ROIAlign
+    **{t: "Loop-5 (a sub-graph op) is not supported" for t in (
+        "test_loop11", "test_range_float16_type_positive_delta_expanded",
+        "test_range_float_type_positive_delta_expanded",
+        "test_range_int32_type_negative_delta_expanded")},
+    **{t: "TensorIterator-1 (a sub-graph op) is not supported" for t in (
+        "test_scan9_multi_state", "test_scan9_scalar", "test_scan9_sum", "test_scan_sum")},
+    "test_if": "If-8 (a sub-graph op) is not supported",
+    "test_roialign_aligned_false": "ROIAlign-9 is not supported",
+    "test_roialign_aligned_true": "ROIAlign-9 is not supported",
 }
 
 
 def _suite():
-    spec = importlib.util.spec_from_file_location("onnx_backend_suite", ROOT / "tools" / "onnx_backend_suite.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    # importable by name: the suite's worker processes (spawned) unpickle its functions from the module
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    return importlib.import_module("onnx_backend_suite")
 
 
 def test_onnx_backend_node_tests():
