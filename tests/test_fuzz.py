@@ -1006,7 +1006,7 @@ def test_fuzzer_reaches_every_outcome():
     runs with random inputs and meaning-preserving runs."""
     STATS.clear()
 
-    @fuzz_settings(120)
+    @fuzz_settings(300)
     @given(st.data())
     def batch(data):
         fuzz_example(data)
