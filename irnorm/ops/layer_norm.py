@@ -124,18 +124,27 @@ def affine_tables(shape: tuple[int, ...], axes: list[int], params: Sequence[np.n
     return tables, max(o_mod, 1), max(seg_len, 1)
 
 
+_NO_PLAN = object()
+
+
 def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarray | None, bias: np.ndarray | None,
-                     *, want_stats: bool = False):
+                     *, want_stats: bool = False, memo: dict | None = None):
     """(x - mean) / sqrt(var + eps) * scale + bias over `axes`, with scale/bias numpy-broadcastable to x
     at x's rank.  Uses the fused affine of moments.normalize whenever the parameters do not vary along
     moments' "inner" axes; otherwise normalizes first and applies the affine with numpy broadcasting
-    (in the compute dtype, rounding once to x's dtype)."""
+    (in the compute dtype, rounding once to x's dtype).  `memo`: a dict the caller keeps for constant
+    scale/bias, caching the affine tables by x's shape (planning them costs more than normalizing a
+    small tensor)."""
     from ..kernels import moments
 
     if x.size == 0:
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, want_stats=want_stats)
     cdt = compute_dtype(x.dtype)
-    plan = affine_tables(x.shape, axes, [scale, bias])
+    plan = _NO_PLAN if memo is None else memo.get(x.shape, _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = affine_tables(x.shape, axes, [scale, bias])
+        if memo is not None and len(memo) < 32:
+            memo[x.shape] = plan
     if plan is not None:
         (ts, tb), o_mod, seg_len = plan
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb, o_mod=o_mod,
@@ -202,6 +211,8 @@ class LayerNormalization(Op):
         axis_attr = ctx.attrs["axis"]
         n_out = max(ctx.num_outputs, 1)
         has_bias = len(ctx.inputs) > 2
+        constant = all(i.value is not None for i in ctx.inputs[1:])
+        memo: dict | None = {} if constant else None  # affine tables by input shape, for constant Scale/B
 
         def run(ins):
             x = ins[0]
@@ -211,8 +222,8 @@ class LayerNormalization(Op):
             bias = pad_rank(np.asarray(ins[2]), r) if has_bias else None
             axes = list(range(axis, r))
             if n_out == 1:
-                return [normalize_affine(x, axes, eps, scale, bias)]
-            y, mean, mult = normalize_affine(x, axes, eps, scale, bias, want_stats=True)
+                return [normalize_affine(x, axes, eps, scale, bias, memo=memo)]
+            y, mean, mult = normalize_affine(x, axes, eps, scale, bias, want_stats=True, memo=memo)
             stats_shape = x.shape[:axis] + (1,) * (r - axis)
             mean = mean.reshape(stats_shape)
             inv = mult.reshape(stats_shape)

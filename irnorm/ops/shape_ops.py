@@ -148,7 +148,9 @@ def gather(data: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int) -> np.
     b = batch_dims
     out_shape = gather_shape(data.shape, idx.shape, axis, b)
     n = data.shape[axis]
-    ix = np.asarray(idx).astype(np.int64)
+    ix = np.asarray(idx).astype(np.int64, copy=False)
+    if b == 0 and n and ix.size and 0 <= ix.min() and ix.max() < n:
+        return np.take(data, ix, axis=axis)  # the common case (embeddings, shape plumbing): one fresh take
     ix = np.where(ix < 0, ix + n, ix)
     valid = (ix >= 0) & (ix < n)
     if n == 0 or not valid.any():
@@ -326,7 +328,9 @@ def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int | None], s
                   ) -> tuple[int, ...]:
     """OpenVINO's Reshape-1 rule; -1 in `in_shape` marks dynamic dims and None in `pattern` unknown
     elements (then the result may keep -1 dims, checked again with concrete shapes at run time)."""
-    shown = _fmt_pattern(pattern)
+    def shown() -> str:  # only formatted for a message: this rule runs on every dynamic Reshape call
+        return _fmt_pattern(pattern)
+
     out: list[int] = []
     minus = None
     copied: set[int] = set()
@@ -335,14 +339,14 @@ def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int | None], s
             out.append(-1)
         elif v == -1:
             if minus is not None:
-                raise fail("IRN032", f"target shape {shown} has more than one -1")
+                raise fail("IRN032", f"target shape {shown()} has more than one -1")
             minus = i
             out.append(-1)
         elif v < -1:
-            raise fail("IRN032", f"target shape {shown}: value {v} at index {i} is invalid (must be >= -1)")
+            raise fail("IRN032", f"target shape {shown()}: value {v} at index {i} is invalid (must be >= -1)")
         elif v == 0 and special_zero:
             if in_shape is not None and i >= len(in_shape):
-                raise fail("IRN032", f"target shape {shown}: 0 at index {i} copies input dim {i} (special_zero), "
+                raise fail("IRN032", f"target shape {shown()}: 0 at index {i} copies input dim {i} (special_zero), "
                                      f"but the input {fmt_shape(in_shape)} has rank {len(in_shape)}")
             out.append(in_shape[i] if in_shape is not None else -1)
             copied.add(i)
@@ -359,10 +363,10 @@ def reshape_shape(in_shape: tuple[int, ...] | None, pattern: list[int | None], s
         if no == 0:
             if ni != 0:
                 raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({prod(in_shape)} elements) to "
-                                     f"{shown}: the dims other than -1 multiply to 0")
+                                     f"{shown()}: the dims other than -1 multiply to 0")
             out[minus] = 1
         elif ni % no:
-            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({prod(in_shape)} elements) to {shown}: "
+            raise fail("IRN032", f"cannot reshape {fmt_shape(in_shape)} ({prod(in_shape)} elements) to {shown()}: "
                                  f"{ni} is not divisible by {no}, so the -1 at index {minus} has no integer size")
         else:
             out[minus] = ni // no
@@ -400,9 +404,16 @@ class Reshape(Op):
         layer = ctx.layer
         sz = ctx.attrs["special_zero"]
 
+        memo: dict[tuple, tuple[int, ...]] = {}  # (input shape, target bytes) -> output shape
+
         def run(ins):
             x, target = ins
-            shape = _checked(layer, reshape_shape, x.shape, [int(v) for v in target.reshape(-1)], sz)
+            key = (x.shape, target.tobytes())
+            shape = memo.get(key)
+            if shape is None:
+                shape = _checked(layer, reshape_shape, x.shape, [int(v) for v in target.reshape(-1)], sz)
+                if len(memo) < 64:
+                    memo[key] = shape
             return [_fresh(x).reshape(shape)]
 
         return run

@@ -168,12 +168,14 @@ class Normalization(Op):
         eps = float(ctx.attrs["epsilon"])
         g = ctx.attrs["num_groups"]
 
+        memo: dict | None = {} if all(i.value is not None for i in ctx.inputs[1:]) else None
+
         def run(ins):
             x, scale, bias = ins
             r = x.ndim
             axes = mask_axes(mask, r)
             if g == 1:
-                return [normalize_affine(x, axes, eps, scale, bias)]
+                return [normalize_affine(x, axes, eps, scale, bias, memo=memo)]
             n, c = x.shape[0], x.shape[1]
             gshape = (n, g, c // g) + x.shape[2:]
             xg = x.reshape(gshape)

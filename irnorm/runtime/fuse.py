@@ -134,8 +134,10 @@ def mvn_affine(fc: FuseContext, node: Node) -> Fusion | None:
     scale = pad_rank(np.asarray(scale, dt), rank)
     bias = None if bias is None else pad_rank(np.asarray(bias, dt), rank)
 
+    memo: dict = {}  # affine tables by input shape
+
     def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [normalize_affine(ins[0], axes, eps, scale, bias)]
+        return [normalize_affine(ins[0], axes, eps, scale, bias, memo=memo)]
 
     return Fusion(nodes, [tuple(x_src)], run, "+".join(n.op_type for n in nodes))
 
