@@ -23,7 +23,6 @@ the repository root::
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import zlib
 from collections import Counter
@@ -37,7 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "1"}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_exports import LAYER, infer  # noqa: E402 - one OpenVINO run and layer census for both scripts
+
 COMMAND = "python tools/make_networks.py --out tests/networks"
 
 
@@ -489,20 +490,6 @@ def convert(net: Network, dynamic: bool) -> ov.Model:
     return model
 
 
-def infer(core: ov.Core, model: ov.Model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    compiled = core.compile_model(model, "CPU", CONFIG)
-    request = compiled.create_infer_request()
-    request.infer({i: inputs[p.get_any_name()] for i, p in enumerate(model.inputs)})
-    result: dict[str, np.ndarray] = {}
-    for i, port in enumerate(compiled.outputs):
-        name = port.get_any_name()
-        if name in result:
-            raise RuntimeError(f"duplicate output name {name!r}")
-        result[name] = np.array(request.get_output_tensor(i).data, copy=True)
-    return result
-
-
-LAYER = re.compile(r'<layer id="\d+" name="[^"]*" type="(\w+)" version="(\w+)"')
 
 
 def layer_counts(xml: Path) -> Counter:

@@ -200,45 +200,56 @@ def _check_acts(ctx: NodeContext, need: int) -> tuple[str, ...]:
     return acts
 
 
-class _Sequence(Op):
-    kind: ClassVar[str]
-    outputs = (1, 3)
+class _Recurrent(Op):
+    """The shape rule both forms share: a sequence (X [N, T, I], states and weights with a directions
+    dim D, sequence_lengths) or a cell (X [N, I], no D, no lengths)."""
 
-    @property
-    def _has_c(self) -> bool:
-        return self.kind == "lstm"
+    kind: ClassVar[str]
+    sequence: ClassVar[bool]
+
+    def _names(self) -> list[str]:
+        return (["X", "initial_hidden_state"] + (["initial_cell_state"] if self.kind == "lstm" else [])
+                + (["sequence_lengths"] if self.sequence else []) + ["W", "R", "B"])
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         a = ctx.attrs
-        hs, direction = a["hidden_size"], a["direction"]
-        nd = 2 if direction == "bidirectional" else 1
+        hs = a["hidden_size"]
         _check_acts(ctx, {"lstm": 3, "gru": 2, "rnn": 1}[self.kind])
         g = KIND_GATES[self.kind]
         bg = 4 if self.kind == "gru" and a["linear_before_reset"] else g
-        o = 1 if self._has_c else 0  # C0 shifts the later inputs by one
-        names = ("X", "initial_hidden_state") + (("initial_cell_state",) if self._has_c else ()) + (
-            "sequence_lengths", "W", "R", "B")
-        floats = tuple(i for i in range(len(names)) if names[i] != "sequence_lengths")
+        names = self._names()
+        at = {nm: i for i, nm in enumerate(names)}
+        floats = tuple(i for i, nm in enumerate(names) if nm != "sequence_lengths")
         et = _float_inputs(ctx, floats, tuple(names[i] for i in floats))
-        if ctx.inputs[2 + o].dtype not in INT_TYPES:
-            raise fail("IRN033", f"sequence_lengths must be an integer tensor, got {ctx.inputs[2 + o].dtype}")
-        n, t_len, i_size = _expect(ctx.inputs[0], "X", [-1, -1, -1])
-        n = _expect(ctx.inputs[1], "initial_hidden_state", [n, nd, hs])[0]
-        if self._has_c:
-            n = _expect(ctx.inputs[2], "initial_cell_state", [n, nd, hs])[0]
-        n = _expect(ctx.inputs[2 + o], "sequence_lengths", [n])[0]
-        i_size = _expect(ctx.inputs[3 + o], "W", [nd, g * hs, i_size])[2]
-        _expect(ctx.inputs[4 + o], "R", [nd, g * hs, hs])
-        _expect(ctx.inputs[5 + o], "B", [nd, bg * hs])
-        outs = [TensorInfo((n, nd, t_len, hs), et), TensorInfo((n, nd, hs), et)]
-        if self._has_c:
-            outs.append(TensorInfo((n, nd, hs), et))
+        d = [2 if a["direction"] == "bidirectional" else 1] if self.sequence else []  # the directions dim
+        x = _expect(ctx.inputs[0], "X", [-1, -1, -1] if self.sequence else [-1, -1])
+        n, i_size = x[0], x[-1]
+        for nm in ("initial_hidden_state", "initial_cell_state"):
+            if nm in at:
+                n = _expect(ctx.inputs[at[nm]], nm, [n] + d + [hs])[0]
+        if self.sequence:
+            lens = ctx.inputs[at["sequence_lengths"]]
+            if lens.dtype not in INT_TYPES:
+                raise fail("IRN033", f"sequence_lengths must be an integer tensor, got {lens.dtype}")
+            n = _expect(lens, "sequence_lengths", [n])[0]
+        _expect(ctx.inputs[at["W"]], "W", d + [g * hs, i_size])
+        _expect(ctx.inputs[at["R"]], "R", d + [g * hs, hs])
+        _expect(ctx.inputs[at["B"]], "B", d + [bg * hs])
+        state = TensorInfo((n, *d, hs), et)
+        outs = ([TensorInfo((n, d[0], x[1], hs), et)] if self.sequence else []) + [state]
+        if self.kind == "lstm":
+            outs.append(TensorInfo((n, *d, hs), et))
         return outs[: ctx.num_outputs]
+
+
+class _Sequence(_Recurrent):
+    sequence = True
+    outputs = (1, 3)
 
     def build(self, ctx: NodeContext) -> Kernel:
         a, kind, layer, n_out = ctx.attrs, self.kind, ctx.layer, ctx.num_outputs
         lbr = bool(a.get("linear_before_reset", False))
-        o = 1 if self._has_c else 0
+        o = 1 if kind == "lstm" else 0
 
         def run(ins):
             x = ins[0]
@@ -293,29 +304,10 @@ class RNNSequence(_Sequence):
     doc = "simple RNN over a sequence (H = f(X*W' + H*R' + B); directions; sequence_lengths; clip)."
 
 
-class _Cell(Op):
+class _Cell(_Recurrent):
     """One step: the sequence's math with T = 1, D = 1 and no lengths."""
 
-    kind: ClassVar[str]
-
-    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
-        a = ctx.attrs
-        hs = a["hidden_size"]
-        _check_acts(ctx, {"lstm": 3, "gru": 2, "rnn": 1}[self.kind])
-        g = KIND_GATES[self.kind]
-        bg = 4 if self.kind == "gru" and a["linear_before_reset"] else g
-        lstm = self.kind == "lstm"
-        names = ("X", "initial_hidden_state") + (("initial_cell_state",) if lstm else ()) + ("W", "R", "B")
-        et = _float_inputs(ctx, tuple(range(len(names))), names)
-        o = 1 if lstm else 0
-        n, i_size = _expect(ctx.inputs[0], "X", [-1, -1])
-        n = _expect(ctx.inputs[1], "initial_hidden_state", [n, hs])[0]
-        if lstm:
-            n = _expect(ctx.inputs[2], "initial_cell_state", [n, hs])[0]
-        _expect(ctx.inputs[2 + o], "W", [g * hs, i_size])
-        _expect(ctx.inputs[3 + o], "R", [g * hs, hs])
-        _expect(ctx.inputs[4 + o], "B", [bg * hs])
-        return [TensorInfo((n, hs), et) for _ in range(2 if lstm else 1)][: ctx.num_outputs]
+    sequence = False
 
     def build(self, ctx: NodeContext) -> Kernel:
         a, kind, n_out = ctx.attrs, self.kind, ctx.num_outputs
