@@ -1049,6 +1049,48 @@ def unique(x: ArrayLike, axis: int | None = None, sort: bool = True) -> list[np.
             np.array([counts[u] for u in order], np.int64)]
 
 
+def roi_align(x: ArrayLike, rois: ArrayLike, batch_indices: ArrayLike, pooled_h: int, pooled_w: int,
+              sampling_ratio: int, spatial_scale: float, mode: str, aligned_mode: str = "asymmetric") -> np.ndarray:
+    """ROIAlign-3/9 in float64, one sample at a time: each bin averages (or maxes, from 0) its
+    bilinearly interpolated samples; samples over a pixel outside the map count 0, the rest are
+    clamped to it."""
+    x, rois = _f64(x), _f64(rois)
+    n_roi, (_, c, h, w) = rois.shape[0], x.shape
+    src = 0.5 if aligned_mode == "half_pixel" else 0.0
+    dst = 0.0 if aligned_mode == "asymmetric" else -0.5
+    out = np.zeros((n_roi, c, pooled_h, pooled_w))
+
+    def sample(plane: np.ndarray, py: float, px: float) -> np.ndarray:
+        if px < -1 or px > w or py < -1 or py > h:
+            return np.zeros(plane.shape[0])
+        py, px = max(py, 0.0), max(px, 0.0)
+        y0, x0 = min(int(py), h - 1), min(int(px), w - 1)
+        y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+        ly = 0.0 if y0 == h - 1 else py - y0
+        lx = 0.0 if x0 == w - 1 else px - x0
+        return ((1 - ly) * (1 - lx) * plane[:, y0, x0] + (1 - ly) * lx * plane[:, y0, x1]
+                + ly * (1 - lx) * plane[:, y1, x0] + ly * lx * plane[:, y1, x1])
+
+    for r in range(n_roi):
+        x1, y1, x2, y2 = ((float(v) + src) * spatial_scale + dst for v in rois[r])
+        rw, rh = x2 - x1, y2 - y1
+        if aligned_mode == "asymmetric":
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bw, bh = rw / pooled_w, rh / pooled_h
+        sx = sampling_ratio or int(np.ceil(bw))
+        sy = sampling_ratio or int(np.ceil(bh))
+        plane = x[int(np.asarray(batch_indices).reshape(-1)[r])]
+        for i in range(pooled_h):
+            for j in range(pooled_w):
+                vals = [sample(plane, y1 + i * bh + bh / sy * (a + 0.5), x1 + j * bw + bw / sx * (b + 0.5))
+                        for a in range(sy) for b in range(sx)]
+                if not vals:
+                    continue
+                v = np.array(vals)
+                out[r, :, i, j] = np.maximum(v.max(axis=0), 0.0) if mode == "max" else v.mean(axis=0)
+    return out
+
+
 def gather_elements(x: ArrayLike, indices: ArrayLike, axis: int) -> np.ndarray:
     x, i = np.asarray(x), np.asarray(indices).astype(np.int64)
     i = np.where(i < 0, i + x.shape[axis], i)

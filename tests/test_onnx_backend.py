@@ -28,7 +28,7 @@ KNOWN_FAILURES = {
                                  "reference (and irnorm) the type's highest finite value (docs/ir-format.md §12)",
     "test_attention_4d_causal_fp16_expanded": "f16 rounding of the decomposed attention: 4.9e-4 off, over onnx's "
                                               "1e-7 absolute tolerance",
-    # operations irnorm does not implement yet (README, "Operators"): sub-graph ops and ROIAlign
+    # operations irnorm does not implement yet (README, "Operators"): the sub-graph ops
     **{t: "Loop-5 (a sub-graph op) is not supported" for t in (
         "test_loop11", "test_range_float16_type_positive_delta_expanded",
         "test_range_float_type_positive_delta_expanded",
@@ -36,8 +36,6 @@ KNOWN_FAILURES = {
     **{t: "TensorIterator-1 (a sub-graph op) is not supported" for t in (
         "test_scan9_multi_state", "test_scan9_scalar", "test_scan9_sum", "test_scan_sum")},
     "test_if": "If-8 (a sub-graph op) is not supported",
-    "test_roialign_aligned_false": "ROIAlign-9 is not supported",
-    "test_roialign_aligned_true": "ROIAlign-9 is not supported",
 }
 
 

@@ -78,3 +78,35 @@ def test_unique_unsorted_and_along_an_axis(tmp_path):
     vals, first, inv, counts = ax.run({"x": np.array([[1, 2], [0, 5], [1, 2]], F)}).values()
     assert vals.tolist() == [[0, 5], [1, 2]] and first.tolist() == [1, 0]
     assert inv.tolist() == [1, 0, 1] and counts.tolist() == [1, 2]
+
+
+def _roi(attrs=None, x=((1, 2, 6, 6), "f32"), rois=((-1, 4), "f32"), idx=((-1,), "i64"), version="opset9"):
+    a = {"pooled_h": 2, "pooled_w": 2, "sampling_ratio": 2, "spatial_scale": 1.0, "mode": "avg"}
+    a.update(attrs or {})
+    return single_op_model("ROIAlign", [("param:x", x), ("param:rois", rois), ("param:idx", idx)],
+                           [((-1, 2, a["pooled_h"], a["pooled_w"]), x[1])], a, version=version)
+
+
+@pytest.mark.parametrize("kw,code,fragments", [
+    ({"attrs": {"pooled_h": "0"}}, "IRN023", ("pooled_h",)),
+    ({"attrs": {"spatial_scale": "0"}}, "IRN023", ("spatial_scale",)),
+    ({"attrs": {"mode": "median"}}, "IRN021", ("mode",)),
+    ({"attrs": {"aligned_mode": "centered"}}, "IRN021", ("aligned_mode",)),
+    ({"rois": ((3, 5), "f32")}, "IRN032", ("4 coordinates",)),
+    ({"rois": ((3, 4), "f32"), "idx": ((2,), "i64")}, "IRN032", ("disagree",)),
+    ({"x": ((1, 2, 6), "f32")}, "IRN032", ("data must have rank 4",)),
+    ({"rois": ((3, 4), "f16")}, "IRN033", ("rois has element type f16",)),
+])
+def test_malformed_roi_align(tmp_path, kw, code, fragments):
+    expect_error(_roi(**kw), tmp_path, code, *fragments)
+
+
+def test_roi_align_batch_indices_out_of_range_are_a_runtime_error(tmp_path):
+    m = irnorm.load(_roi().save(tmp_path, "roi"))
+    x = np.arange(72, dtype=F).reshape(1, 2, 6, 6)
+    rois = np.array([[0, 0, 3, 3], [1, 1, 5, 4]], F)
+    out = m.run({"x": x, "rois": rois, "idx": np.array([0, 0], np.int64)})["y"]
+    assert out.shape == (2, 2, 2, 2) and np.all(np.isfinite(out))
+    with pytest.raises(InputError) as e:
+        m.run({"x": x, "rois": rois, "idx": np.array([0, 1], np.int64)})
+    assert e.value.code == "IRN064" and "batch_indices" in str(e.value)

@@ -32,6 +32,7 @@ OP_MODULES = (
     "recurrent",
     "selection",
     "rearrange",
+    "roi",
     "quantize",
     "grid_sample",
     "indexing",

@@ -1,6 +1,8 @@
 """Rows for the ops whose output size depends on the values: NonMaxSuppression-9 (corner and center
 boxes in any corner order, hard and soft NMS, thresholds, sorted or not) and Unique-10 (flattened or
-along an axis, sorted or in order of appearance, many duplicates)."""
+along an axis, sorted or in order of appearance, many duplicates); and the other detection op,
+ROIAlign-3/9 (regions inside, across and outside the map, adaptive or fixed sampling, avg/max, every
+aligned_mode)."""
 
 from __future__ import annotations
 
@@ -77,7 +79,47 @@ def _unique_ov(nodes, c: Case):
     return op10.unique(*nodes, **c.attrs)
 
 
+def _roi(v9: bool):
+    def sample(rng: np.random.Generator) -> Case:
+        n, c, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9))
+        dt = (np.float32, np.float32, np.float16, np.float64)[int(rng.integers(4))]
+        r = int(rng.integers(1, 5))
+        scale = float(rng.choice([1.0, 0.5, 0.25]))
+        lo = rng.uniform(-2, max(w, h) / scale, (r, 2))
+        rois = np.concatenate([lo, lo + rng.uniform(0.2, 6 / scale, (r, 2))], axis=1)  # x1, y1, x2, y2
+        attrs = {"pooled_h": int(rng.integers(1, 4)), "pooled_w": int(rng.integers(1, 4)),
+                 "sampling_ratio": int(rng.integers(0, 3)), "spatial_scale": scale,
+                 "mode": str(rng.choice(["avg", "max"]))}
+        if v9:
+            attrs["aligned_mode"] = str(rng.choice(["asymmetric", "half_pixel_for_nn", "half_pixel"]))
+        ins = (rng.standard_normal((n, c, h, w)).astype(dt), rois.astype(dt), rng.integers(0, n, r).astype(np.int64))
+        dynamic = bool(rng.integers(2))
+        return Case(ins, attrs, params=(0, 1, 2), dynamic=dynamic,
+                    not_openvino="OpenVINO's CPU plugin needs the rois' last dim (4) static" if dynamic else "",
+                    label=f"{np.dtype(dt).name} x{[n, c, h, w]} rois {np.round(rois, 2).tolist()} {attrs}")
+
+    return sample
+
+
+def _roi_ref(c: Case) -> list[np.ndarray]:
+    a = c.attrs
+    return [R.roi_align(*c.inputs, a["pooled_h"], a["pooled_w"], a["sampling_ratio"], a["spatial_scale"], a["mode"],
+                        a.get("aligned_mode", "asymmetric"))]
+
+
+def _roi_ov(v9: bool):
+    def build(nodes, c: Case):
+        import openvino.opset3 as op3
+        import openvino.opset9 as op9
+
+        return (op9 if v9 else op3).roi_align(*nodes, **c.attrs)
+
+    return build
+
+
 ROWS = [
+    Row("ROIAlign-3", "opset3", _roi(False), _roi_ref, _roi_ov(False)),
+    Row("ROIAlign-9", "opset9", _roi(True), _roi_ref, _roi_ov(True)),
     Row("NonMaxSuppression-9", "opset9", _nms, _nms_ref, _nms_ov),
     Row("Unique-10", "opset10", _unique, _unique_ref, _unique_ov),
 ]
