@@ -139,6 +139,38 @@ def _inputs(name: str, rows: int = 40, seed: int = 0) -> dict[str, np.ndarray]:
 CHUNKINGS = {"one chunk": 40, "uneven": (5, 20, 12, 3), "many": 3, "rows of one": 1}
 
 
+def test_embedding_lookup_by_row_indices(tmp_path):
+    """Gather from a constant table by indices that carry the rows (an embedding) keeps the batch axis."""
+    rng = np.random.default_rng(3)
+    ids = op.parameter([-1, 5], np.int64, name="ids")
+    emb = op.gather(_const(rng.standard_normal((50, 8)).astype(np.float32)), ids, _const(np.int64(0)))
+    y = _named(op.normalize_l2(emb, _const(np.array([2], np.int64)), 1e-6, "add"), "y")
+    xml = _model([y], [ids], tmp_path, "emb")
+    rows = rng.integers(0, 50, (9, 5)).astype(np.int64)
+    got = irnorm.dask.run(xml, {"ids": da.from_array(rows, chunks=(4, 5))})["y"].compute(scheduler="threads")
+    assert _same_bits(got, irnorm.load(xml).run({"ids": rows})["y"])
+
+
+@pytest.mark.parametrize("name", ["resnet18_dynamic", "convnext_dynamic", "efficientnet_b0_dynamic"])
+def test_real_network_in_chunks(name):
+    """A real export (tests/networks, written by OpenVINO from a torchvision model, dynamic batch) runs
+    chunked: bit for bit what one process computes on the same chunks, and equal to one run over all the
+    rows up to the last bits of the BLAS layers (OpenBLAS picks its GEMM kernels by the matrix size, so
+    a classifier's MatMul over 3 rows and over 7 can round differently)."""
+    xml = ROOT / "tests" / "networks" / f"{name}.xml"
+    feeds = dict(np.load(xml.with_suffix(".inputs.npz")))
+    rng = np.random.default_rng(1)
+    rows = {k: np.concatenate([v * np.float32(rng.uniform(0.5, 1.5)) for _ in range(4)])[:7] for k, v in feeds.items()}
+    m = irnorm.load(xml)
+    out = irnorm.dask.run(xml, {k: da.from_array(v, chunks=(3,) + v.shape[1:]) for k, v in rows.items()})
+    got = dask.compute(out, scheduler="threads")[0]
+    whole = m.run(rows)
+    for k, v in got.items():
+        chunks = [m.run({n: a[lo:lo + 3] for n, a in rows.items()})[k] for lo in (0, 3, 6)]
+        assert _same_bits(v, np.concatenate(chunks)), k
+        np.testing.assert_allclose(v, whole[k], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["l2", "gn", "ln", "rs", "mix"])
 def test_run_equals_single_process_bit_for_bit(models, name):
     xml = models[name]

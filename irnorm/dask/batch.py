@@ -331,6 +331,14 @@ def _concat(node: Node, states: list[State], infos: list[TensorInfo]) -> list[St
 
 
 def _gather(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
+    if states[0] is CONST and isinstance(states[1], Batch):
+        # a lookup into a constant table by row-carried indices (embeddings): out = data[:axis] + idx + data[axis+1:]
+        k = _one_batch(states, [1])
+        r = _rank(infos[0], "the data")
+        axis = int(_const(infos[2], "the axis").reshape(-1)[0]) % r
+        if int(node.attrs.get("batch_dims", 0)) != 0:
+            raise Refuse("batch_dims != 0 is not supported")
+        return [Batch(axis + k)]
     k = _one_batch(states, [0])  # indices and axis must be constants
     r = _rank(infos[0], "the data")
     axis = int(_const(infos[2], "the axis").reshape(-1)[0]) % r
@@ -466,6 +474,8 @@ RULES: dict[str, Rule] = {
     "MatMul": _matmul,
     "ShapeOf": _shape_of,
 }
+# Op types are case-insensitive (OpenVINO writes "ReLU" for the op its specs call Relu, "SoftMax" for Softmax-1)
+_RULES_BY_LOWER = {t.lower(): r for t, r in RULES.items()}
 
 
 # ---- the pass ----------------------------------------------------------------------------
@@ -487,7 +497,7 @@ def _node_states(node: Node, states: list[State], infos: list[TensorInfo]) -> li
         if not any(isinstance(s, Shape) for s in states):
             return [CONST] * len(node.outputs)
         return [_follow_shape(node, states, infos)] * len(node.outputs)
-    rule = RULES.get(node.layer.type)
+    rule = _RULES_BY_LOWER.get(node.layer.type.lower())
     if rule is None:
         raise Refuse(f"irnorm.dask does not know how {node.layer.type} treats the batch axis")
     try:
