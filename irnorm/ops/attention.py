@@ -70,6 +70,16 @@ class ScaledDotProductAttention(Op):
 
         causal = ctx.attrs["causal"]
         layer = ctx.layer
+        causal_masks: dict = {}  # (L, S, dtype) -> the additive causal mask, built once per shape
+
+        def causal_mask(L: int, S: int, cdt: np.dtype) -> np.ndarray:
+            key = (L, S, cdt)
+            m = causal_masks.get(key)
+            if m is None:
+                m = np.where(np.tril(np.ones((L, S), bool)), cdt.type(0), cdt.type(-np.inf))
+                if len(causal_masks) < 16:
+                    causal_masks[key] = m
+            return m
 
         def run(ins):
             q, k, v = ins[:3]
@@ -82,7 +92,7 @@ class ScaledDotProductAttention(Op):
                 scores *= cdt.type(scale)
                 L, S = scores.shape[-2:]
                 if causal:
-                    scores = scores + np.where(np.tril(np.ones((L, S), bool)), cdt.type(0), cdt.type(-np.inf))
+                    scores += causal_mask(L, S, cdt)
                 elif len(ins) > 3:
                     m = ins[3]
                     add = np.where(m, cdt.type(0), cdt.type(-np.inf)) if m.dtype == np.bool_ else m.astype(cdt)

@@ -279,12 +279,18 @@ def _normalize_kernel(x_dtype: str, rank: int, axes: list[int], mode_name: str, 
     mode = getattr(moments, mode_name)
     dt = ELEMENT_TYPES[x_dtype]
     w = None if weight is None else pad_rank(np.asarray(weight, dt), rank)
+    plans: dict = {}  # affine tables by input shape: planning them costs more than a small tensor's norm
 
     def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = ins[0]
         if w is None or x.size == 0:
             return [moments.normalize(x, axes, mode, eps, center=False, out_dtype=x.dtype)]
-        plan = affine_tables(x.shape, axes, [w])
+        if x.shape in plans:
+            plan = plans[x.shape]
+        else:
+            plan = affine_tables(x.shape, axes, [w])
+            if len(plans) < 32:
+                plans[x.shape] = plan
         if plan is not None:
             (tw,), o_mod, seg_len = plan
             return [moments.normalize(x, axes, mode, eps, center=False, scale=tw, o_mod=o_mod, seg_len=seg_len,
