@@ -139,6 +139,26 @@ def _inputs(name: str, rows: int = 40, seed: int = 0) -> dict[str, np.ndarray]:
 CHUNKINGS = {"one chunk": 40, "uneven": (5, 20, 12, 3), "many": 3, "rows of one": 1}
 
 
+def test_split_and_pad_off_the_batch_axis(tmp_path):
+    """VariadicSplit and Pad keep the rows when they act on other axes; splitting the batch axis is refused."""
+    x = op.parameter([-1, 6, 4], np.float32, name="x")
+    a, b = op.variadic_split(x, _const(np.int64(1)), _const(np.array([2, 4], np.int64))).outputs()
+    padded = op.pad(a, _const(np.array([0, 1, 0], np.int64)), _const(np.array([0, 1, 1], np.int64)), "reflect")
+    y = _named(op.normalize_l2(op.concat([padded, op.pad(b, _const(np.array([0, 0, 0], np.int64)),
+                                                          _const(np.array([0, 0, 1], np.int64)), "constant")], 1),
+                               _const(np.array([1], np.int64)), 1e-6, "add"), "y")
+    xml = _model([y], [x], tmp_path, "split_pad")
+    rows = np.random.default_rng(4).standard_normal((7, 6, 4)).astype(np.float32)
+    got = irnorm.dask.run(xml, {"x": da.from_array(rows, chunks=(3, 6, 4))})["y"].compute(scheduler="threads")
+    assert _same_bits(got, irnorm.load(xml).run({"x": rows})["y"])
+    z = _named(op.normalize_l2(op.variadic_split(x, _const(np.int64(0)), _const(np.array([1, -1], np.int64))).output(0),
+                               _const(np.array([1], np.int64)), 1e-6, "add"), "z")
+    bad = _model([z], [x], tmp_path, "split_rows")
+    with pytest.raises(irnorm.IrnormError) as e:
+        irnorm.dask.run(bad, {"x": da.from_array(rows, chunks=(3, 6, 4))})
+    assert e.value.code == "IRN070" and "splits along the batch axis" in str(e.value)
+
+
 def test_embedding_lookup_by_row_indices(tmp_path):
     """Gather from a constant table by indices that carry the rows (an embedding) keeps the batch axis."""
     rng = np.random.default_rng(3)
@@ -151,7 +171,8 @@ def test_embedding_lookup_by_row_indices(tmp_path):
     assert _same_bits(got, irnorm.load(xml).run({"ids": rows})["y"])
 
 
-@pytest.mark.parametrize("name", ["resnet18_dynamic", "convnext_dynamic", "efficientnet_b0_dynamic"])
+@pytest.mark.parametrize("name", ["resnet18_dynamic", "convnext_dynamic", "efficientnet_b0_dynamic",
+                                  "resnetv2_bit_dynamic"])
 def test_real_network_in_chunks(name):
     """A real export (tests/networks, written by OpenVINO from a torchvision model, dynamic batch) runs
     chunked: bit for bit what one process computes on the same chunks, and equal to one run over all the

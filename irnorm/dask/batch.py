@@ -330,6 +330,25 @@ def _concat(node: Node, states: list[State], infos: list[TensorInfo]) -> list[St
     return [Batch(k)]
 
 
+def _split(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
+    """Split / VariadicSplit along another axis than the batch axis: every part keeps it."""
+    k = _one_batch(states, [0])  # the axis and the lengths must be constants
+    r = _rank(infos[0], "the data")
+    if int(_const(infos[1], "the axis").reshape(-1)[0]) % r == k:
+        raise Refuse("it splits along the batch axis")
+    return [Batch(k)] * len(node.outputs)
+
+
+def _pad(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
+    """Pad with no padding on the batch axis keeps it (the pads and the value must be constants)."""
+    k = _one_batch(states, [0])
+    for i, what in ((1, "pads_begin"), (2, "pads_end")):
+        pads = _const(infos[i], what).reshape(-1)
+        if k < pads.size and int(pads[k]) != 0:
+            raise Refuse(f"it pads the batch axis ({what}[{k}] = {int(pads[k])})")
+    return [Batch(k)]
+
+
 def _gather(node: Node, states: list[State], infos: list[TensorInfo]) -> list[State]:
     if states[0] is CONST and isinstance(states[1], Batch):
         # a lookup into a constant table by row-carried indices (embeddings): out = data[:axis] + idx + data[axis+1:]
@@ -470,6 +489,9 @@ RULES: dict[str, Rule] = {
     "Transpose": _transpose,
     "Concat": _concat,
     "Gather": _gather,
+    "Split": _split,
+    "VariadicSplit": _split,
+    "Pad": _pad,
     "Broadcast": _broadcast,
     "MatMul": _matmul,
     "ShapeOf": _shape_of,
