@@ -80,13 +80,19 @@ class Transpose(Op):
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
+        perms: dict[tuple, list[int]] = {}  # (order bytes, rank) -> permutation: checked once per order
 
         def run(ins):
             x, order = ins
-            try:
-                perm = self._perm(_ints(order), x.ndim)
-            except Exception as e:
-                raise runtime_error(layer, str(e)) from None
+            key = (order.tobytes(), order.dtype, x.ndim)
+            perm = perms.get(key)
+            if perm is None:
+                try:
+                    perm = self._perm(_ints(order), x.ndim)
+                except Exception as e:
+                    raise runtime_error(layer, str(e)) from None
+                if len(perms) < 32:
+                    perms[key] = perm
             return [np.ascontiguousarray(np.transpose(x, perm))]
 
         return run
@@ -203,17 +209,27 @@ class VariadicSplit(Op):
     def build(self, ctx: NodeContext) -> Kernel:
         layer, n_out = ctx.layer, ctx.num_outputs
 
+        plans: dict[tuple, tuple[int, list[int]]] = {}  # (shape, axis, lengths) -> (axis, split points)
+
         def run(ins):
             x = ins[0]
-            ax = normalize_axes(_ints(ins[1]), x.ndim, "axis")[0]
-            lengths = _ints(ins[2])
-            if len(lengths) != n_out:
-                raise runtime_error(layer, f"split_lengths has {len(lengths)} values, the layer has {n_out} outputs")
-            try:
-                sizes = self._lengths(lengths, x.shape[ax])
-            except RuleError as e:
-                raise runtime_error(layer, e.message) from None
-            return [np.ascontiguousarray(v) for v in np.split(x, np.cumsum(sizes)[:-1], axis=ax)]
+            key = (x.shape, ins[1].tobytes(), ins[2].tobytes(), ins[2].dtype)
+            plan = plans.get(key)
+            if plan is None:
+                ax = normalize_axes(_ints(ins[1]), x.ndim, "axis")[0]
+                lengths = _ints(ins[2])
+                if len(lengths) != n_out:
+                    raise runtime_error(layer, f"split_lengths has {len(lengths)} values, the layer has {n_out} "
+                                               f"outputs")
+                try:
+                    sizes = self._lengths(lengths, x.shape[ax])
+                except RuleError as e:
+                    raise runtime_error(layer, e.message) from None
+                plan = (ax, [int(v) for v in np.cumsum(sizes)[:-1]])
+                if len(plans) < 32:
+                    plans[key] = plan
+            ax, points = plan
+            return [np.ascontiguousarray(v) for v in np.split(x, points, axis=ax)]
 
         return run
 
