@@ -419,10 +419,13 @@ def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """Float binary op with numpy broadcasting (a and b of one float dtype); a fresh array of
     that dtype, or None when the broadcast pattern needs the numpy fallback."""
     dt = a.dtype
-    if (code in _SMALL_UFUNC and dt in _NATIVE and a.size <= SMALL and b.size <= SMALL
-            and (_broadcasts_into(b.shape, a.shape) or _broadcasts_into(a.shape, b.shape))):
-        with np.errstate(all="ignore"):
-            return _SMALL_UFUNC[code](a, b)
+    if code in _SMALL_UFUNC and dt in _NATIVE and a.size <= SMALL and b.size <= SMALL:
+        shape = a.shape if _broadcasts_into(b.shape, a.shape) else b.shape if _broadcasts_into(a.shape, b.shape) \
+            else None
+        if shape is not None:
+            out = OUTPUTS.empty(shape, dt)  # the caller's out= array when it provided one
+            with np.errstate(all="ignore"):
+                return _SMALL_UFUNC[code](a, b, out=out)
     out_shape = np.broadcast_shapes(a.shape, b.shape)
     plan = collapse(out_shape, a.shape, b.shape)
     if plan is None:
