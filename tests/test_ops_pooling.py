@@ -68,3 +68,45 @@ def test_resnet_stem_from_openvino_at_two_dynamic_shapes(tmp_path):
     rng = np.random.default_rng(3)
     for shape in [(1, 3, 16, 16), (2, 3, 11, 7)]:
         compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})
+
+
+def _max_pool_rule(x, k, s, d, pb, out_hw):
+    """MaxPool's documented rule, one window at a time: the first tap inside the input starts the window,
+    a later tap replaces it only when strictly greater (the first maximum wins ties; a NaN counts only as
+    the first tap); the index counts from axis 0 (the default): ((n * C + c) * H + y) * W + x."""
+    n, c, h, w = x.shape
+    vals = np.empty((n, c) + out_hw, x.dtype)
+    idx = np.empty((n, c) + out_hw, np.int64)
+    for i in np.ndindex(n, c, *out_hw):
+        best, arg = None, None
+        for b in range(k[0]):
+            y = i[2] * s[0] - pb[0] + b * d[0]
+            for a in range(k[1]):
+                t = i[3] * s[1] - pb[1] + a * d[1]
+                if 0 <= y < h and 0 <= t < w and (best is None or x[i[0], i[1], y, t] > best):
+                    best, arg = x[i[0], i[1], y, t], ((i[0] * c + i[1]) * h + y) * w + t
+        vals[i], idx[i] = best, arg
+    return vals, idx
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path, seed):
+    """Windows wholly inside the input take a faster path than those across the border; both must give
+    the first maximum, NaN and ties included."""
+    rng = np.random.default_rng(seed)
+    h, w = int(rng.integers(5, 12)), int(rng.integers(5, 12))
+    x = rng.integers(-3, 4, (1, 2, h, w)).astype(np.float32)  # small integers: many ties
+    x[rng.random(x.shape) < 0.1] = np.nan
+    k = [int(v) for v in rng.integers(1, 4, 2)]
+    s = [int(v) for v in rng.integers(1, 3, 2)]
+    d = [int(v) for v in rng.integers(1, 3, 2)]
+    pb = [int(rng.integers(0, kk)) for kk in k]
+    out_hw = tuple((n + 2 * p - (dd * (kk - 1) + 1)) // ss + 1 for n, p, dd, kk, ss in zip((h, w), pb, d, k, s,
+                                                                                          strict=True))
+    attrs = {"strides": s, "pads_begin": pb, "pads_end": pb, "kernel": k, "dilations": d, "rounding_type": "floor"}
+    b = single_op_model("MaxPool", [("param:x", ((1, 2, h, w), "f32"))],
+                        [((1, 2) + out_hw, "f32"), ((1, 2) + out_hw, "i64")], attrs, version="opset14")
+    got = list(irnorm.load(b.save(tmp_path, "mp")).run({"x": x}).values())
+    want = _max_pool_rule(x, k, s, d, pb, out_hw)
+    np.testing.assert_array_equal(got[0], want[0])  # NaN == NaN here
+    np.testing.assert_array_equal(got[1], want[1])

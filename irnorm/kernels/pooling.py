@@ -42,12 +42,36 @@ def _max_window(x, p, od, oh, ow, k, s, d, pb, dims):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _max_rows(x, out, idx, k, s, d, pb, low, lo, hi):
-    dims = (x.shape[1], x.shape[2], x.shape[3])
+    D, H, W = x.shape[1], x.shape[2], x.shape[3]
+    dims = (D, H, W)
     OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
+    k0, k1, k2 = k[0], k[1], k[2]
     for r in range(lo, hi):
         p, od = r // OD, r % OD
+        z0 = od * s[0] - pb[0]
+        z_in = z0 >= 0 and z0 + (k0 - 1) * d[0] < D
         for oh in range(OH):
+            y0 = oh * s[1] - pb[1]
+            zy_in = z_in and y0 >= 0 and y0 + (k1 - 1) * d[1] < H
             for ow in range(OW):
+                t0 = ow * s[2] - pb[2]
+                if zy_in and t0 >= 0 and t0 + (k2 - 1) * d[2] < W:
+                    # the window lies inside the input: no bounds checks (most outputs; ~2x faster)
+                    best = x[p, z0, y0, t0]
+                    arg = (z0 * H + y0) * W + t0
+                    for a in range(k0):
+                        z = z0 + a * d[0]
+                        for b in range(k1):
+                            y = y0 + b * d[1]
+                            for c in range(k2):
+                                t = t0 + c * d[2]
+                                v = x[p, z, y, t]
+                                if v > best:  # the first maximum wins ties, as below
+                                    best = v
+                                    arg = (z * H + y) * W + t
+                    out[p, od, oh, ow] = best
+                    idx[p, od, oh, ow] = arg
+                    continue
                 v, a = _max_window(x, p, od, oh, ow, k, s, d, pb, dims)
                 if a < 0:  # a window entirely in the padding: the type's lowest value, index 0
                     v, a = low, 0
