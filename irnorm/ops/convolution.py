@@ -169,6 +169,18 @@ def _to_output(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return cast(y, dtype)
 
 
+def check_groups(x, w, g: int, cin_g: int) -> None:
+    """The data's C_in against a grouped filter's G groups of C_in/G channels (-1 = unknown): the
+    rule GroupConvolution and GroupConvolutionBackpropData share."""
+    c = x[1]
+    if c != -1 and g != -1:
+        if g == 0 or c % g:
+            raise fail("IRN032", f"data has C_in={c} channels, not divisible by the filter's G={g} groups")
+        if cin_g != -1 and c != g * cin_g:
+            raise fail("IRN032", f"data has C_in={c} channels but the filter {fmt_shape(w)} expects "
+                                 f"G*C_in/G = {g}*{cin_g} = {g * cin_g}")
+
+
 class _ForwardBase(Op):
     schema = AttrSchema(_common_attrs())
     inputs = (2, 2)
@@ -256,13 +268,7 @@ class GroupConvolution(_ForwardBase):
 
     def _channels(self, x, w):
         g, cpg, cin_g = w[0], w[1], w[2]
-        c = x[1]
-        if c != -1 and g != -1:
-            if g == 0 or c % g:
-                raise fail("IRN032", f"data has C_in={c} channels, not divisible by the filter's G={g} groups")
-            if cin_g != -1 and c != g * cin_g:
-                raise fail("IRN032", f"data has C_in={c} channels but the filter {fmt_shape(w)} expects "
-                                     f"G*C_in/G = {g}*{cin_g} = {g * cin_g}")
+        check_groups(x, w, g, cin_g)
         cout = -1 if g == -1 or cpg == -1 else g * cpg
         return g, cout, cin_g
 
@@ -414,11 +420,5 @@ class GroupConvolutionBackpropData(ConvolutionBackpropData):
 
     def _channels(self, x, w) -> int:
         g, cin_g, cout_g = w[0], w[1], w[2]
-        c = x[1]
-        if c != -1 and g != -1:
-            if g == 0 or c % g:
-                raise fail("IRN032", f"data has C_in={c} channels, not divisible by the filter's G={g} groups")
-            if cin_g != -1 and c != g * cin_g:
-                raise fail("IRN032", f"data has C_in={c} channels but the filter {fmt_shape(w)} expects "
-                                     f"G*C_in/G = {g}*{cin_g} = {g * cin_g}")
+        check_groups(x, w, g, cin_g)
         return -1 if g == -1 or cout_g == -1 else g * cout_g
