@@ -365,7 +365,6 @@ class ConvolutionBackpropData(Op):
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
         work = _work_dtype(dtype)
         auto_pad = ctx.attrs["auto_pad"]
-
         grouped = self.grouped
 
         def prepare(w: np.ndarray):
