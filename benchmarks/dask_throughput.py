@@ -10,9 +10,13 @@ Workloads (models written by ``openvino.save_model``, dynamic batch dim):
 Each workload's input is one uncompressed zarr array on disk, chunked like the run (--chunk-mib of
 input per chunk, 64 MiB by default); outputs are written to a fresh zarr group each time (stored
 like the inputs).  Contenders, each over exactly the same chunks:
-  plain loop      one process: for each chunk, read it, ``model.run``, write it (Numba 1 thread; the
+  plain loop      one process: for each chunk, read it, ``model.run``, write it, reading and writing
+                  exactly as the zarr path's tasks do (irnorm.dask.chunkfiles: uncompressed chunk
+                  files as raw bytes) -- so "overhead" is what Dask adds (Numba 1 thread; the
                   same malloc setting as the zarr path's tasks, irnorm.dask.worker.keep_large_blocks)
   plain loop x2   the same with 2 Numba threads per kernel (the default outside Dask)
+  zarr loop       the plain loop reading and writing through zarr's own API (``x[lo:hi]``), as a
+                  user's first loop would
   dask threads    ``irnorm.dask.run_zarr`` on Dask's threaded scheduler (2 threads, 1 Numba thread each)
   dask 1 worker   ``run_zarr`` on a LocalCluster of 1 worker process (1 thread)
   dask 2 workers  ``run_zarr`` on a LocalCluster of 2 worker processes (1 thread each)
@@ -46,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import irnorm  # noqa: E402
 import irnorm.dask  # noqa: E402
+from irnorm.dask.chunkfiles import chunk_files, read_block, write_block  # noqa: E402
 from irnorm.dask.worker import keep_large_blocks, model_key, set_kernel_threads, warm_up  # noqa: E402
 
 
@@ -87,18 +92,21 @@ def write_input(path: Path, rows: int, inner: tuple[int, ...], chunk_rows: int) 
         a[lo:lo + n] = rng.standard_normal((n,) + inner, dtype=np.float32)
 
 
-def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int) -> None:
-    """The same chunks in one process, no Dask: read, run, write."""
+def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int, direct: bool = True) -> None:
+    """The same chunks in one process, no Dask: read, run, write (`direct`: as the zarr path's
+    tasks read and write; else through zarr's slicing)."""
     import zarr
 
     keep_large_blocks()  # the process setting the zarr path's tasks make (irnorm.dask.worker)
     m = irnorm.load(xml)
     x = zarr.open_group(str(inp), mode="r")["x"]
     g = zarr.open_group(str(out), mode="w")
-    y = g.create_array("y", shape=x.shape, chunks=x.chunks, dtype=x.dtype, compressors=None)
+    y = g.create_array("y", shape=x.shape, chunks=(chunk_rows,) + x.shape[1:], dtype=x.dtype, compressors=None)
+    cx, cy = (chunk_files(x), chunk_files(y)) if direct else (None, None)
     set_kernel_threads(threads)
     for lo in range(0, x.shape[0], chunk_rows):
-        y[lo:lo + chunk_rows] = m.run({"x": x[lo:lo + chunk_rows]})["y"]
+        hi = min(lo + chunk_rows, x.shape[0])
+        write_block(y, cy, lo, m.run({"x": read_block(x, cx, lo, hi, 0)})["y"])
 
 
 def _process_cpu() -> float:
@@ -119,6 +127,7 @@ def contenders_for(xml: Path, inp: Path, chunk_rows: int, clusters: dict) -> dic
     return {
         "plain loop": lambda o: plain_loop(xml, inp, o, chunk_rows, 1),
         "plain loop x2": lambda o: plain_loop(xml, inp, o, chunk_rows, 2),
+        "zarr loop": lambda o: plain_loop(xml, inp, o, chunk_rows, 1, direct=False),
         "dask threads": lambda o: irnorm.dask.run_zarr(xml, inp, o, chunk_rows=chunk_rows),
         "dask 1 worker": dask_on(clusters[1][1]),
         "dask 2 workers": dask_on(clusters[2][1]),
@@ -133,6 +142,8 @@ def main() -> None:
     ap.add_argument("--data-mib", type=float, default=1024)
     ap.add_argument("--dir", help="where the zarr stores go (default: a temporary directory)")
     ap.add_argument("--markdown", help="also write the table here")
+    ap.add_argument("--workload", action="append", choices=["emb", "gn"],
+                    help="run only this workload (repeatable; default: all)")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.chunk_mib, args.data_mib = 1, 4, 32
@@ -158,6 +169,8 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     try:
         for key, (xml, inner) in models.items():
+            if args.workload and key not in args.workload:
+                continue
             row_bytes = 4 * int(np.prod(inner))
             chunk_rows = max(1, int(args.chunk_mib * (1 << 20)) // row_bytes)
             rows = max(chunk_rows, int(args.data_mib * (1 << 20)) // row_bytes // chunk_rows * chunk_rows)
@@ -179,6 +192,7 @@ def main() -> None:
                 for k in order:
                     out = base / f"{key}_out.zarr"
                     shutil.rmtree(out, ignore_errors=True)
+                    os.sync()  # no contender pays for the previous one's dirty-page writeback
                     workers = clusters[2 if "2" in k else 1][1] if "worker" in k else None
                     c0 = cpu_seconds(workers)
                     t0 = time.perf_counter()

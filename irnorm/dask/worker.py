@@ -146,11 +146,13 @@ def set_kernel_threads(n: int | None) -> None:
     numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
 
 
-def run_chunk(key: ModelKey, names: Sequence[str], threads: int | None, *blocks: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Run the model on one chunk of rows; the outputs in the model's output order."""
+def run_chunk(key: ModelKey, names: Sequence[str], threads: int | None, *blocks: np.ndarray,
+              out: Sequence[np.ndarray | None] | None = None) -> tuple[np.ndarray, ...]:
+    """Run the model on one chunk of rows; the outputs in the model's output order (written into
+    `out`'s arrays where given: see Model.run)."""
     model = get_model(key)
     set_kernel_threads(threads)
-    out = model.run(dict(zip(names, blocks, strict=True)))
+    out = model.run(dict(zip(names, blocks, strict=True)), out=out)
     rows = blocks[0].shape[0] if blocks else 0
     result = tuple(out.values())
     for spec, y in zip(model.outputs, result, strict=True):

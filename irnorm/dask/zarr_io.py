@@ -10,8 +10,10 @@
   model (loaded once per worker process), writes the outputs' rows -- each output array is chunked
   exactly like the tasks (stored in the input group's zarr format, with the first input array's
   compressors), so no two tasks touch one zarr chunk -- and then sets the chunk's marker
-  in the output group's ``irnorm_done`` array (uint8, one zarr chunk per marker, so markers are
-  written without read-modify-write races).  Nothing but a chunk index goes back to the client.
+  in the output group's ``irnorm_done`` array (uint8, uncompressed, one zarr chunk per marker, so
+  markers are written without read-modify-write races).  Nothing but a chunk index goes back to the
+  client.  Uncompressed chunks on a local disk are read and written as raw bytes, one copy each way
+  (``chunkfiles``; ``IRNORM_ZARR_DIRECT=0`` sends everything through zarr's own API).
 * The output group's ``irnorm_run`` attribute records what is being computed (the model's SHA-256,
   the input arrays' paths, shapes and dtypes, the chunk rows, the outputs).  Running again with the
   same model, inputs and chunking computes only the chunks without a marker (a chunk cut short by
@@ -27,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,12 +40,15 @@ import numpy as np
 import zarr
 
 from ..errors import Diagnostic, InputError
+from .chunkfiles import ChunkFiles, chunk_files, read_block, write_block
 from .plan import check_chunks, check_input, check_rows, output_shapes, plan_model
 from .worker import ModelKey, keep_large_blocks, run_chunk
 
 DONE = "irnorm_done"  # per-chunk markers in the output group
 RUN_ATTR = "irnorm_run"  # what the output group holds (checked when resuming)
 TARGET_CHUNK_BYTES = 64 << 20
+_ONE = np.ones(1, np.uint8)  # a chunk's marker
+_spare = threading.local()  # per thread: {run token: the last chunk's output arrays, free for reuse}
 
 
 @dataclass
@@ -90,19 +96,23 @@ def default_chunk_rows(row_bytes: int, zarr_rows: int, target: int = TARGET_CHUN
 
 # ---- worker side ------------------------------------------------------------------------
 
-_arrays: dict[tuple[str, str, str], Any] = {}
+_arrays: dict[tuple[str, str, str], tuple[Any, ChunkFiles | None]] = {}
 
 
-def _open(store: str, path: str, token: str, mode: str) -> Any:
-    """A zarr array, opened once per process and run (the token names the run)."""
+def _open(store: str, path: str, token: str, mode: str) -> tuple[Any, ChunkFiles | None]:
+    """A zarr array and its raw chunk layout (None: zarr reads and writes it), opened once per
+    process and run (the token names the run)."""
     k = (store, path, token)
     a = _arrays.get(k)
     if a is None:
-        a = _arrays[k] = zarr.open_array(store=store, path=path, mode=mode)
+        arr = zarr.open_array(store=store, path=path, mode=mode)
+        a = _arrays[k] = (arr, None if os.environ.get("IRNORM_ZARR_DIRECT") == "0" else chunk_files(arr))
         if len(_arrays) > 256:
             _arrays.clear()
             _arrays[k] = a
     return a
+
+
 
 
 def process_chunk(key: ModelKey, threads: int | None, token: str, in_store: str, in_paths: Sequence[str],
@@ -111,11 +121,21 @@ def process_chunk(key: ModelKey, threads: int | None, token: str, in_store: str,
     """One chunk: read rows [i*R, (i+1)*R) of every input, run, write every output, then the marker."""
     keep_large_blocks()
     lo, hi = i * chunk_rows, min(rows, (i + 1) * chunk_rows)
-    blocks = [np.asarray(_open(in_store, p, token, "r")[lo:hi]) for p in in_paths]
-    outs = run_chunk(key, names, threads, *blocks)
+    blocks = [read_block(*_open(in_store, p, token, "r"), lo, hi, k) for k, p in enumerate(in_paths)]
+    # The outputs go into the arrays this thread's previous chunk of the run produced (written to disk
+    # by now): a chunk-sized allocation on a thread other than the main one is a fresh mapping from
+    # glibc (its thread arenas cannot hold 64 MiB), a page fault every 4 KiB.
+    spare = getattr(_spare, "outputs", {}).get(token)
+    dest = None if spare is None else [a[:hi - lo] if a.shape[0] >= hi - lo else None for a in spare]
+    outs = run_chunk(key, names, threads, *blocks, out=dest)
     for p, y in zip(out_paths, outs, strict=True):
-        _open(out_store, p, token, "r+")[lo:hi] = y
-    _open(out_store, DONE, token, "r+")[i] = 1
+        write_block(*_open(out_store, p, token, "r+"), lo, y)
+    keep = list(outs) if spare is None else [s if d is not None else y for s, d, y in zip(spare, dest, outs,
+                                                                                           strict=True)]
+    if any(np.may_share_memory(a, b) for j, a in enumerate(keep) for b in keep[:j]):
+        keep = None  # two outputs are one array (out= arrays must not overlap): nothing to reuse
+    _spare.outputs = {} if keep is None else {token: keep}
+    write_block(*_open(out_store, DONE, token, "r+"), i, _ONE)
     return i
 
 
@@ -193,7 +213,7 @@ def _prepare_output(path: str, record: dict, shapes: dict[str, tuple[int, ...]],
             g.create_array(name, shape=shape, chunks=(chunk_rows,) + shape[1:], dtype=dtypes[name], fill_value=0,
                            compressors=compressors)
     if DONE not in members:
-        g.create_array(DONE, shape=(nchunks,), chunks=(1,), dtype="uint8", fill_value=0)
+        g.create_array(DONE, shape=(nchunks,), chunks=(1,), dtype="uint8", fill_value=0, compressors=None)
     return g
 
 
