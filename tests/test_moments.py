@@ -182,6 +182,33 @@ def test_large_mean_small_std_is_stable(shape, axes) -> None:
     assert err < 1e-3, err
 
 
+@pytest.mark.parametrize("offset", [0.0, 1.9, 2.1, 50.0, 1e4], ids=["none", "accepted", "refused", "far", "huge"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+def test_provisional_mean_from_the_chunk_head(offset: float, dtype) -> None:
+    """A chunk's provisional mean comes from its first PROBE elements and is kept only within two
+    standard deviations of the chunk's mean (else a full pass).  Heads shifted by up to 1e4 standard
+    deviations over a large mean with a small spread (f32: mean 1e3, std 1e-1): both paths must match
+    the float64 formula on the same inputs, and the chunk statistics the float64 two-pass ones."""
+    n = 4 * M.CHUNK * (2 if dtype == np.float16 else 1)  # several full chunks per row
+    x = rand((3, n), np.float64, seed=9, loc=1e3 if dtype == np.float32 else 10.0, std=1e-1)
+    ch = M.CHUNK * (2 if dtype == np.float16 else 1)
+    for c0 in range(0, n, ch):  # every chunk's head shifted by `offset` standard deviations of the chunk
+        x[:, c0:c0 + M.PROBE] += offset * x[:, c0:c0 + ch].std(axis=1, keepdims=True)
+    x = x.astype(dtype)
+    got = M.normalize(x, [1], M.INSIDE_SQRT, 1e-9)
+    want = np_normalize(x, [1], M.INSIDE_SQRT, 1e-9)
+    check(got, want)
+    if dtype == np.float32:  # to 1e-4 of a standard deviation: no cancellation beyond the bound
+        assert np.abs(got.astype(np.float64) - want).max() < 1e-4
+    like = np.ones(1, np.float32)
+    for c0 in range(0, n, ch):
+        xs = x[0, c0:c0 + ch]
+        mean, m2 = M._chunk_stats(M._kernel_view(xs), True, like, False)
+        x64 = xs.astype(np.float64)
+        assert abs(mean - x64.mean()) <= 1e-6 * x64.std() and m2 == pytest.approx(((x64 - x64.mean()) ** 2).sum(),
+                                                                                rel=1e-5)
+
+
 @pytest.mark.parametrize("shape,axes", [((4, 3000), [1]), ((2, 5, 600), [1])], ids=["rows", "strided"])
 def test_l2_sum_of_squares_does_not_overflow_or_underflow(shape, axes) -> None:
     """The issue asks for float64 accumulation: |x| ~ 1e20 (x^2 > float32 max) and |x| ~ 1e-20

@@ -18,8 +18,9 @@ How the arithmetic is organized (and why):
 
 * Rows (inner == 1) are cut into fixed chunks of ``CHUNK`` elements (``2 * CHUNK`` for f16/bf16
   data: the same 8 KiB, and half the per-chunk overhead per element).  A chunk
-  gets a provisional mean m (pass 1), then sum(x - m) and sum((x - m)^2)
-  (pass 2, from L1), both as compute-type vector-lane sums of a few dozen terms
+  gets a provisional mean m (pass 1: from its first ``PROBE`` elements, kept when
+  within two standard deviations of the chunk's mean, else from all of them), then
+  sum(x - m) and sum((x - m)^2) (pass 2), both as compute-type vector-lane sums of a few dozen terms
   each; float64 then corrects them exactly (mean = m + sum(d)/n, M2 = sum(d^2)
   - sum(d)^2/n) and merges chunks in order with Chan's formula.  Rounding is
   thus relative to the spread, not to the magnitude of x, and a chunk is read
@@ -38,7 +39,9 @@ How the arithmetic is organized (and why):
   the fastmath scope) so that LLVM vectorizes them with a fixed lane count.
 * The float64 shift is applied as two compute-type parts (``(x - hi) - lo``),
   so a large mean with a small spread loses no low bits (mean 1e4, std 1e-2
-  stays exact to the float32 rounding of the result).
+  stays exact to the float32 rounding of the result).  Where the mean is within
+  about one standard deviation of zero (|mean * mult| <= 1) a per-segment affine
+  is one FMA instead, ``x * m + (bias - mean * m)``: its rounding is then as small.
 * f16 data is converted inside the kernels (F16C ``vcvtph2ps``/``vcvtps2ph``,
   round to nearest even, via LLVM ``half``), bf16 by exact bit shifts (round
   to nearest even on the way out, like ml_dtypes), so no widened copies are made.
@@ -72,6 +75,7 @@ L2_ADD = 3  # 1 / sqrt(sum x^2 + eps)   (NormalizeL2 add, no centering)
 L2_MAX = 4  # 1 / sqrt(max(sum x^2, eps))  (NormalizeL2 max, no centering)
 
 CHUNK = 2048  # elements per statistics chunk: L1-resident for pass 2, a few dozen terms per vector lane
+PROBE = 256  # elements a long chunk's provisional mean is first taken from (see _chunk_stats)
 RCHUNK = 32  # rows per statistics chunk of the strided (inner > 1) path: terms per compute-type sum
 _REDUCE_FM = {"reassoc", "contract"}  # reassociation (vectorized lane sums) and FMA contraction; nothing else
 
@@ -300,6 +304,18 @@ def _chunk_stats(xs, center, like, exact):
             q = _chunk_sqdev64(xs, 0.0)
         return 0.0, q
     inv = 1.0 / n
+    if n > 2 * PROBE:
+        # A provisional mean from the chunk's first PROBE elements saves a pass over the rest.  Being
+        # the mean of a subset, it is within std * sqrt(n / PROBE) of the chunk's mean anyway; it is
+        # kept only within two standard deviations (n * delta^2 <= 4 * M2), so M2's rounding stays
+        # within a few times the spread's.  Otherwise: the full pass, as for short chunks.
+        m = cast_like(_chunk_sum(xs[:PROBE], like) * (1.0 / PROBE), like)
+        s1, s2 = _chunk_dev(xs, m)
+        q = np.float64(s2)
+        d1 = np.float64(s1)
+        m2 = q - d1 * d1 * inv
+        if q >= _SAFE_MIN and q <= _SAFE_MAX and d1 * d1 * inv <= 4.0 * m2:
+            return np.float64(m) + d1 * inv, m2
     m = cast_like(_chunk_sum(xs, like) * inv, like)
     s1, s2 = _chunk_dev(xs, m)
     q = np.float64(s2)
@@ -363,6 +379,11 @@ def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
         for j in range(n):
             store(ys, j, ((load(xs[j]) - hi) - lo) * mu * sc[j] + bi[j])
         return
+    # With the mean within about one standard deviation of zero (|mean * mu| <= 1), x * m + (b - mean * m)
+    # -- one FMA an element -- rounds no worse than ((x - hi) - lo) * m + b: both errors are a few
+    # ulps of the output's scale.  A far-off-zero mean keeps the exact two-part shift.
+    shift = np.float64(hi) + np.float64(lo)
+    near_zero = abs(shift * mu) <= 1.0
     j = 0
     while j < n:
         r = r0 + j
@@ -373,7 +394,12 @@ def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
         b = bias[base + k]
         xk = xs[j:e]
         yk = ys[j:e]
-        if _is_normal(m, scale) or m == 0.0 and (mu == 0.0 or s == 0.0):
+        normal = _is_normal(m, scale)
+        if near_zero and normal:
+            c = cast_like(np.float64(b) - shift * np.float64(m), scale)
+            for i in range(e - j):
+                store(yk, i, load(xk[i]) * m + c)
+        elif normal or m == 0.0 and (mu == 0.0 or s == 0.0):
             for i in range(e - j):
                 store(yk, i, ((load(xk[i]) - hi) - lo) * m + b)
         else:  # mu * scale overflowed or went subnormal, though (x - mean) * mu * scale may not: unfused
