@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from . import blas
+
 # Unfolded-buffer budget (elements) per block of images or, for a large image, of output rows.
 COL_BUDGET = 1 << 22
 
@@ -191,11 +193,23 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
     x5 = np.ascontiguousarray(x).reshape((n, c) + _as3d(x.shape[2:]))
     res = out.reshape(n, g, cpg, p_out)
     ck = c * kk[0] * kk[1] * kk[2]
-    if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
-        np.matmul(w, x5.reshape(n, g, ck // g, p_out), out=res)  # 1x1: no unfold
-        return out
+    wide = blas.widen(2.0 * n * cout * (ck // g) * p_out)  # a large convolution gets more BLAS threads
+    try:
+        if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
+            np.matmul(w, x5.reshape(n, g, ck // g, p_out), out=res)  # 1x1: no unfold
+        else:
+            _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
+    finally:
+        if wide:
+            blas.narrow()
+    return out
+
+
+def _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g) -> None:
+    """res = w @ im2col(x5), a block of images (or of output rows) at a time."""
+    n = x5.shape[0]
     for n0, n1, r0, r1 in _tiles(n, o3[0] * o3[1], ck * o3[2]):
-        col = np.empty((n1 - n0, ck, (r1 - r0) * o3[2]), x.dtype)
+        col = np.empty((n1 - n0, ck, (r1 - r0) * o3[2]), x5.dtype)
         im2col(x5[n0:n1], col, kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2],
                o3[1], o3[2], r0, r1)
         col = col.reshape(n1 - n0, g, ck // g, col.shape[-1])
@@ -203,7 +217,6 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
             np.matmul(w, col, out=res[n0:n1])
         else:
             res[n0:n1, :, :, r0 * o3[2]:r1 * o3[2]] = np.matmul(w, col)
-    return out
 
 
 def conv_depthwise(x: np.ndarray, w: np.ndarray, strides, dilations, pads_begin, out_spatial) -> np.ndarray:

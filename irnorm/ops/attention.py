@@ -26,6 +26,7 @@ def _batch(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
 
 @register
 class ScaledDotProductAttention(Op):
+    uses_blas = True
     type = "ScaledDotProductAttention"
     version = 13
     opsets = (13, None)

@@ -80,6 +80,8 @@ class Op:
     outputs: ClassVar[tuple[int, int]] = (1, 1)
     # Constant-fold at load time when every input is constant.
     foldable: ClassVar[bool] = True
+    # Its kernel calls numpy's BLAS: runs of a plan with such a layer set BLAS's threads (kernels/blas.py).
+    uses_blas: ClassVar[bool] = False
     doc: ClassVar[str] = ""
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:

@@ -182,6 +182,7 @@ def check_groups(x, w, g: int, cin_g: int) -> None:
 
 
 class _ForwardBase(Op):
+    uses_blas = True
     schema = AttrSchema(_common_attrs())
     inputs = (2, 2)
     grouped = False
@@ -275,6 +276,7 @@ class GroupConvolution(_ForwardBase):
 
 @register
 class ConvolutionBackpropData(Op):
+    uses_blas = True
     type = "ConvolutionBackpropData"
     version = 1
     opsets = (1, None)

@@ -65,6 +65,7 @@ def _output_shape(eq: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
 
 @register
 class Einsum(Op):
+    uses_blas = True
     type = "Einsum"
     version = 7
     opsets = (7, None)

@@ -14,6 +14,8 @@ weight is not copied).  A 2-D B against a contiguous batched A is one GEMM over 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.attrs import AttrSchema, optional, parse_bool
@@ -54,6 +56,7 @@ def matmul_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, ta: bool,
 
 @register
 class MatMul(Op):
+    uses_blas = True
     type = "MatMul"
     version = 1
     opsets = (1, None)
@@ -77,6 +80,8 @@ class MatMul(Op):
         return [TensorInfo(shape, a.dtype)]
 
     def build(self, ctx: NodeContext):
+        from ..kernels import blas  # lazy: validate and --help never import the kernels
+
         ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
         is_float = ctx.inputs[0].dtype in FLOAT_TYPES
@@ -104,11 +109,18 @@ class MatMul(Op):
                 am = am.reshape(1, -1)
             elif ta:
                 am = np.swapaxes(am, -1, -2)
-            if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
-                # [..., M, K] x [K, N]: one GEMM over all batch rows
-                y = np.matmul(am.reshape(-1, am.shape[-1]), bm).reshape(am.shape[:-1] + (bm.shape[-1],))
-            else:
-                y = np.matmul(am, bm)
+            # about 2*M*N*K over the batch: large products get more BLAS threads
+            wide = blas.widen(2.0 * am.shape[-2] * am.shape[-1] * bm.shape[-1]
+                              * max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
+            try:
+                if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
+                    # [..., M, K] x [K, N]: one GEMM over all batch rows
+                    y = np.matmul(am.reshape(-1, am.shape[-1]), bm).reshape(am.shape[:-1] + (bm.shape[-1],))
+                else:
+                    y = np.matmul(am, bm)
+            finally:
+                if wide:
+                    blas.narrow()
             if a_vec:
                 y = y[..., 0, :]
             if b_vec:

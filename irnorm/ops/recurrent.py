@@ -203,6 +203,7 @@ def _check_acts(ctx: NodeContext, need: int) -> tuple[str, ...]:
 class _Recurrent(Op):
     """The shape rule both forms share: a sequence (X [N, T, I], states and weights with a directions
     dim D, sequence_lengths) or a cell (X [N, I], no D, no lengths)."""
+    uses_blas = True
 
     kind: ClassVar[str]
     sequence: ClassVar[bool]

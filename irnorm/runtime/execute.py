@@ -90,8 +90,6 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
     slot_of = plan.slot_of
     direct: dict[int, np.ndarray] = {}  # slot -> caller array its kernel may write into
     if dest is not None:
-        from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
-
         for d, src in zip(dest, plan.outputs, strict=True):
             # An out array that overlaps an input is filled only after everything has run (a later
             # layer may still read that input); a non-contiguous one is filled by a copy.
@@ -104,6 +102,39 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
         slots[slot_of[(pi, 0)]] = arr
         if hook is not None:
             hook(plan.graph.nodes[pi], [arr], 0.0)
+    if plan.uses_blas:
+        from ..kernels import blas  # only here: planning and validation never import kernels
+
+        if blas.enter():
+            try:
+                _run_steps(plan, slots, direct, hook)
+            finally:
+                blas.leave()
+        else:
+            _run_steps(plan, slots, direct, hook)
+    else:
+        _run_steps(plan, slots, direct, hook)
+    result: dict[str, np.ndarray] = {}
+    for i, (spec, src) in enumerate(zip(outputs, plan.outputs, strict=True)):
+        s = slot_of.get(src)
+        v = slots[s] if s is not None else plan.constants[src]
+        d = dest[i] if dest is not None else None
+        if d is not None:
+            if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)
+                np.copyto(d, v.reshape(d.shape))
+            v = d
+        elif copy_out[i]:
+            v = np.array(v, copy=True)  # never hand out a constant or the caller's own input
+        result[spec.name] = v
+    return result
+
+
+def _run_steps(plan: Plan, slots: list[np.ndarray | None], direct: dict[int, np.ndarray],
+               hook: LayerHook | None) -> None:
+    """Every step in order: operands from the slots, outputs into them (or into the caller's out=
+    arrays in `direct`), dead values freed."""
+    if direct:
+        from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
     for st in plan.steps:
         ins = st.argv.copy()
         for i, s in st.arg_slots:
@@ -126,19 +157,6 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
             slots[s] = o
         for s in st.free_slots:
             slots[s] = None
-    result: dict[str, np.ndarray] = {}
-    for i, (spec, src) in enumerate(zip(outputs, plan.outputs, strict=True)):
-        s = slot_of.get(src)
-        v = slots[s] if s is not None else plan.constants[src]
-        d = dest[i] if dest is not None else None
-        if d is not None:
-            if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)
-                np.copyto(d, v.reshape(d.shape))
-            v = d
-        elif copy_out[i]:
-            v = np.array(v, copy=True)  # never hand out a constant or the caller's own input
-        result[spec.name] = v
-    return result
 
 
 def _call(st: Step, ins: list[np.ndarray], hook: LayerHook | None) -> Sequence[np.ndarray]:

@@ -77,10 +77,12 @@ class Plan:
     constants: dict[Value, np.ndarray]
     outputs: list[Value]
     slot_of: dict[Value, int] | None = None  # runtime value -> its slot in execute()'s value list
+    uses_blas: bool = False  # a step calls numpy's BLAS (execute() then sets its threads: kernels/blas.py)
 
     def assign_slots(self) -> None:
         """The flat plan: every runtime value (inputs, step outputs) gets a slot in one list, and each
         step knows where its operands come from -- no dict lookups or copies per call."""
+        self.uses_blas = any(getattr(n.op, "uses_blas", False) for st in self.steps for n in st.nodes)
         slot_of: dict[Value, int] = {}
         for pi in self.graph.parameters:
             slot_of[(pi, 0)] = len(slot_of)

@@ -1,0 +1,118 @@
+"""How many threads numpy's BLAS may use while irnorm runs a model.
+
+irnorm's MatMul, convolution, attention and recurrent layers call numpy's BLAS (OpenBLAS in numpy's
+wheels), and its other kernels run on Numba's threads.  Left at its default, OpenBLAS starts a thread
+per core for every product above a small size, and after each product those threads spin waiting for
+the next one -- on the very cores Numba's kernels then need.  In the real networks under
+tests/networks (GEMMs of a few MFLOP) that made a run 2-5x slower than with a single BLAS thread.
+So while a model runs (``run_scope``), BLAS runs on one thread, and a product large enough to pay
+for more (``GEMM_PARALLEL_FLOPS``) gets the thread count the process had (``gemm_threads``).  The
+setting in force before the run is restored when the last concurrent run ends.
+
+The library is found with threadpoolctl (it knows where numpy's BLAS is and what it is); only an
+OpenBLAS with its own process-wide thread pool (pthreads, as in numpy's wheels) is driven, through its
+``openblas_set_num_threads``.  Without threadpoolctl, or with another BLAS, nothing is changed.
+``IRNORM_BLAS_THREADS=default`` leaves BLAS alone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+# Products of at least this many floating-point operations (2*m*n*k) run on the process's BLAS thread
+# count; smaller ones on one thread.  Measured on the machine of the README's tables: one thread wins
+# below about 8 MFLOP, two threads win clearly from 32 MFLOP.
+GEMM_PARALLEL_FLOPS = 32 << 20
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "current": None}
+
+
+class _OpenBLAS:
+    """openblas_{get,set}_num_threads of the OpenBLAS numpy loaded (under its symbol affixes)."""
+
+    def __init__(self, path: str) -> None:
+        import ctypes
+
+        lib = ctypes.CDLL(path)  # the library already loaded: the same handle, nothing is initialized again
+        for prefix in ("", "scipy_"):
+            for suffix in ("", "64_", "_64"):
+                get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    put.restype, put.argtypes = None, [ctypes.c_int]
+                    self.get_num_threads, self.set_num_threads = get, put
+                    return
+        raise LookupError(f"no openblas_set_num_threads in {path}")
+
+
+def _controller() -> Any:
+    """numpy's BLAS when it is an OpenBLAS with its own thread pool (pthreads), else None (looked up
+    once).  threadpoolctl finds the library; the calls then go straight to it (a fraction of a us)."""
+    if not _state["found"]:
+        _state["found"] = True
+        if os.environ.get("IRNORM_BLAS_THREADS", "") == "default":
+            return None
+        try:
+            import numpy  # noqa: F401 - the BLAS must be loaded for threadpoolctl to see it
+            from threadpoolctl import threadpool_info
+
+            libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+            # One process-wide pool only: with OpenMP, OpenBLAS's threads are per calling thread and
+            # OpenMP's own settings apply; two BLAS libraries: which one is numpy's?
+            if len(libs) == 1 and libs[0].get("internal_api") == "openblas" and \
+                    libs[0].get("threading_layer") == "pthreads":
+                _state["ctl"] = _OpenBLAS(libs[0]["filepath"])
+        except Exception:  # noqa: BLE001 - no threadpoolctl, or a library it cannot drive: leave BLAS alone
+            _state["ctl"] = None
+    return _state["ctl"]
+
+
+def _set(n: int) -> None:
+    ctl = _state["ctl"]
+    if ctl is not None and _state["current"] != n:
+        ctl.set_num_threads(n)
+        _state["current"] = n
+
+
+def enter() -> bool:
+    """A model run starts: one BLAS thread until the last concurrent run ends (leave()).  Returns
+    whether BLAS is driven at all (then leave() must follow)."""
+    ctl = _state["ctl"] if _state["found"] else _controller()
+    if ctl is None:
+        return False
+    with _lock:
+        if _state["depth"] == 0:
+            _state["saved"] = max(1, int(ctl.get_num_threads()))
+            _state["current"] = _state["saved"]
+            _set(1)
+        _state["depth"] += 1
+    return True
+
+
+def leave() -> None:
+    """A model run ends: the last one restores the thread count the process had."""
+    with _lock:
+        _state["depth"] -= 1
+        if _state["depth"] == 0:
+            _set(_state["saved"])
+
+
+def widen(flops: float) -> bool:
+    """Inside a run: a product of `flops` operations large enough to pay for more threads gets the
+    process's BLAS thread count until narrow().  Returns whether it did (then narrow() must follow)."""
+    if _state["ctl"] is None or _state["depth"] == 0 or flops < GEMM_PARALLEL_FLOPS or _state["saved"] <= 1:
+        return False
+    with _lock:
+        _set(_state["saved"])
+    return True
+
+
+def narrow() -> None:
+    """Back to one BLAS thread after widen() (if a run is still going)."""
+    with _lock:
+        if _state["depth"] > 0:
+            _set(1)
