@@ -63,16 +63,18 @@ def test_large_products_get_the_process_thread_count(two_threads):
     assert blas.enter()
     try:
         assert CTL.get_num_threads() == 1
-        assert not blas.widen(blas.GEMM_PARALLEL_FLOPS - 1)
+        d = blas.GEMM_PARALLEL_MIN_DIM
+        assert not blas.widen(d, d, d)  # too few operations
+        assert not blas.widen(8, 1 << 20, 576)  # a skinny product (8 output channels of a convolution)
         assert CTL.get_num_threads() == 1
-        assert blas.widen(blas.GEMM_PARALLEL_FLOPS)
+        assert blas.widen(512, 3072, 768)
         assert CTL.get_num_threads() == 2
         blas.narrow()
         assert CTL.get_num_threads() == 1
     finally:
         blas.leave()
     assert CTL.get_num_threads() == 2
-    assert not blas.widen(1e12)  # outside a run: nothing changes
+    assert not blas.widen(512, 3072, 768)  # outside a run: nothing changes
     assert CTL.get_num_threads() == 2
 
 

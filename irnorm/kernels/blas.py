@@ -21,10 +21,16 @@ import os
 import threading
 from typing import Any
 
-# Products of at least this many floating-point operations (2*m*n*k) run on the process's BLAS thread
-# count; smaller ones on one thread.  Measured on the machine of the README's tables: one thread wins
-# below about 8 MFLOP, two threads win clearly from 32 MFLOP.
+# Products of at least this many floating-point operations (2*m*n*k) whose three dims are all at least
+# GEMM_PARALLEL_MIN_DIM run on the process's BLAS thread count; all others on one thread.  Measured on
+# the machine of the README's tables: alone, two threads are faster from 2 MFLOP on; inside a network
+# the idle pool's spinning costs the Numba kernels around it more than that: ResNet-18 (products up to
+# 19 MFLOP) ran 1.5x faster with one thread for every product than with two for those over 2 MFLOP,
+# and SSD-VGG (products of 8-128 output channels x 27-576 x up to 90000 positions) 20-40% faster with
+# one thread than with two for those over 32 MFLOP; a transformer-sized MLP ([512, 768] x [768, 3072],
+# GELU, MVN) ran 1.6x faster with two threads for its products.
 GEMM_PARALLEL_FLOPS = 32 << 20
+GEMM_PARALLEL_MIN_DIM = 128
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "current": None}
@@ -101,10 +107,12 @@ def leave() -> None:
             _set(_state["saved"])
 
 
-def widen(flops: float) -> bool:
-    """Inside a run: a product of `flops` operations large enough to pay for more threads gets the
-    process's BLAS thread count until narrow().  Returns whether it did (then narrow() must follow)."""
-    if _state["ctl"] is None or _state["depth"] == 0 or flops < GEMM_PARALLEL_FLOPS or _state["saved"] <= 1:
+def widen(m: int, n: int, k: int, batch: int = 1) -> bool:
+    """Inside a run: a product of [m, k] x [k, n] matrices (`batch` of them) large and square enough to
+    pay for more threads gets the process's BLAS thread count until narrow().  Returns whether it did
+    (then narrow() must follow)."""
+    if (_state["ctl"] is None or _state["depth"] == 0 or _state["saved"] <= 1 or min(m, n, k) < GEMM_PARALLEL_MIN_DIM
+            or 2.0 * m * n * k * batch < GEMM_PARALLEL_FLOPS):
         return False
     with _lock:
         _set(_state["saved"])

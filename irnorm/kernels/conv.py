@@ -193,16 +193,21 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
     x5 = np.ascontiguousarray(x).reshape((n, c) + _as3d(x.shape[2:]))
     res = out.reshape(n, g, cpg, p_out)
     ck = c * kk[0] * kk[1] * kk[2]
-    wide = blas.widen(2.0 * n * cout * (ck // g) * p_out)  # a large convolution gets more BLAS threads
+    if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
+        _product(w, x5.reshape(n, g, ck // g, p_out), res)  # 1x1: no unfold
+    else:
+        _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
+    return out
+
+
+def _product(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
+    """out = w @ col (BLAS), a large product on more BLAS threads (kernels/blas.py)."""
+    wide = blas.widen(w.shape[-2], col.shape[-1], col.shape[-2], col.size // max(1, col.shape[-1] * col.shape[-2]))
     try:
-        if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
-            np.matmul(w, x5.reshape(n, g, ck // g, p_out), out=res)  # 1x1: no unfold
-        else:
-            _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
+        np.matmul(w, col, out=out)
     finally:
         if wide:
             blas.narrow()
-    return out
 
 
 def _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g) -> None:
@@ -214,9 +219,11 @@ def _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g) -> None:
                o3[1], o3[2], r0, r1)
         col = col.reshape(n1 - n0, g, ck // g, col.shape[-1])
         if r0 == 0 and r1 == o3[0] * o3[1]:
-            np.matmul(w, col, out=res[n0:n1])
+            _product(w, col, res[n0:n1])
         else:
-            res[n0:n1, :, :, r0 * o3[2]:r1 * o3[2]] = np.matmul(w, col)
+            part = np.empty(res[n0:n1, :, :, r0 * o3[2]:r1 * o3[2]].shape, res.dtype)
+            _product(w, col, part)
+            res[n0:n1, :, :, r0 * o3[2]:r1 * o3[2]] = part
 
 
 def conv_depthwise(x: np.ndarray, w: np.ndarray, strides, dilations, pads_begin, out_spatial) -> np.ndarray:

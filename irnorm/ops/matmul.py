@@ -109,9 +109,9 @@ class MatMul(Op):
                 am = am.reshape(1, -1)
             elif ta:
                 am = np.swapaxes(am, -1, -2)
-            # about 2*M*N*K over the batch: large products get more BLAS threads
-            wide = blas.widen(2.0 * am.shape[-2] * am.shape[-1] * bm.shape[-1]
-                              * max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
+            # large products get more BLAS threads
+            wide = blas.widen(am.shape[-2], bm.shape[-1], am.shape[-1],
+                              max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
             try:
                 if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
                     # [..., M, K] x [K, N]: one GEMM over all batch rows
