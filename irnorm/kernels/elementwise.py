@@ -24,12 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir as llvm_ir
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from ..ir.dtypes import cast, compute_dtype
 from . import PARALLEL_MIN
+from .halfprec import load, store
 from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
 
@@ -246,71 +245,8 @@ def binary_serial(code, a, b, out, d, sa, sb, block):
 
 
 # ---- float16 <-> float32 (numpy's conversion is several times slower than the arithmetic) ----
-# Branch-light bit conversions after F. Giesen's "half <-> float" routines: exact, round to nearest
-# even, inf past 65504, NaN kept quiet; the tests compare them bit for bit with numpy.
-
-
-@intrinsic
-def _f32_bits(typingctx, x):
-    """Reinterpret a float32 as its uint32 bits."""
-    if x != types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], llvm_ir.IntType(32))
-
-    return types.uint32(types.float32), codegen
-
-
-@intrinsic
-def _bits_f32(typingctx, x):
-    """Reinterpret the low 32 bits of an integer as a float32."""
-    if not isinstance(x, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v = args[0]
-        if v.type.width > 32:
-            v = builder.trunc(v, llvm_ir.IntType(32))
-        elif v.type.width < 32:
-            v = builder.zext(v, llvm_ir.IntType(32))
-        return builder.bitcast(v, llvm_ir.FloatType())
-
-    return types.float32(x), codegen
-
-
-_F32_INF = 255 << 23
-_F16_MAX = (127 + 16) << 23  # 65536.0: everything from here rounds to inf
-_DENORM_MAGIC = ((127 - 15) + (23 - 10) + 1) << 23
-_DENORM_MAGIC_F = np.float32(0.5)  # bits == _DENORM_MAGIC
-_SUBNORMAL_MAGIC_F = np.float32(2.0 ** -14)  # bits == 113 << 23
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _h2f(h):
-    o = (h & 0x7FFF) << 13
-    e = o & (0x7C00 << 13)
-    o += (127 - 15) << 23
-    if e == (0x7C00 << 13):  # inf / NaN
-        o += (128 - 16) << 23
-    elif e == 0:  # zero / subnormal
-        o += 1 << 23
-        o = _f32_bits(_bits_f32(o) - _SUBNORMAL_MAGIC_F)
-    return _bits_f32(o | ((h & 0x8000) << 16))
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _f2h(f):
-    u = np.int64(_f32_bits(f))
-    sign = u & 0x80000000
-    u ^= sign
-    if u >= _F16_MAX:
-        o = 0x7E00 if u > _F32_INF else 0x7C00
-    elif u < (113 << 23):  # subnormal half: let the FPU round
-        o = np.int64(_f32_bits(_bits_f32(u) + _DENORM_MAGIC_F)) - _DENORM_MAGIC
-    else:
-        o = (u + ((15 - 127) << 23) + 0xFFF + ((u >> 13) & 1)) >> 13
-    return o | (sign >> 16)
+# The shared conversions of kernels/halfprec.py (F16C): exact, round to nearest even, inf past 65504;
+# the tests compare them bit for bit with numpy.
 
 
 @njit(nogil=True, parallel=True, cache=True)
@@ -320,7 +256,7 @@ def _f16_to_f32(src, dst, block):
         s = src[t * block: min(t * block + block, n)]
         d = dst[t * block: min(t * block + block, n)]
         for i in range(s.shape[0]):
-            d[i] = _h2f(np.int64(s[i]))
+            d[i] = load(s[i])  # F16C, exact
 
 
 @njit(nogil=True, parallel=True, cache=True)
@@ -330,7 +266,7 @@ def _f32_to_f16(src, dst, block):
         s = src[t * block: min(t * block + block, n)]
         d = dst[t * block: min(t * block + block, n)]
         for i in range(s.shape[0]):
-            d[i] = _f2h(s[i])
+            store(d, i, s[i])  # F16C, round to nearest even
 
 
 def f16_to_f32(x: np.ndarray) -> np.ndarray:

@@ -44,7 +44,8 @@ How the arithmetic is organized (and why):
   is one FMA instead, ``x * m + (bias - mean * m)``: its rounding is then as small.
 * f16 data is converted inside the kernels (F16C ``vcvtph2ps``/``vcvtps2ph``,
   round to nearest even, via LLVM ``half``), bf16 by exact bit shifts (round
-  to nearest even on the way out, like ml_dtypes), so no widened copies are made.
+  to nearest even on the way out, like ml_dtypes), so no widened copies are made
+  (``halfprec``: the conversions every kernel shares).
 * Division by zero follows numpy (error_model="numpy"): eps=0 on a constant
   slice gives NaN, never an exception.
 * ``cache=True`` everywhere: compiled kernels persist across processes in
@@ -60,11 +61,10 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-from llvmlite import ir as llvm_ir
-from numba import njit, prange, types
-from numba.core.extending import intrinsic, overload
+from numba import njit, prange
 
 from . import PARALLEL_MIN
+from .halfprec import cast_like, is_normal, load, store
 from .pool import OUTPUTS
 
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
@@ -78,135 +78,6 @@ CHUNK = 2048  # elements per statistics chunk: L1-resident for pass 2, a few doz
 PROBE = 256  # elements a long chunk's provisional mean is first taken from (see _chunk_stats)
 RCHUNK = 32  # rows per statistics chunk of the strided (inner > 1) path: terms per compute-type sum
 _REDUCE_FM = {"reassoc", "contract"}  # reassociation (vectorized lane sums) and FMA contraction; nothing else
-
-# ---- element conversion: f32/f64 pass through; f16 arrives as uint16 bits, bf16 as int16 bits ------
-
-
-@intrinsic
-def _half_bits_to_f32(typingctx, v):
-    """IEEE half bits (uint16) -> float32, exact (F16C vcvtph2ps when vectorized)."""
-    sig = types.float32(v)
-
-    def codegen(context, builder, signature, args):
-        return builder.fpext(builder.bitcast(args[0], llvm_ir.HalfType()), llvm_ir.FloatType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _f32_to_half_bits(typingctx, v):
-    """float32 -> IEEE half bits (uint16), round to nearest even, overflow to inf (vcvtps2ph)."""
-    sig = types.uint16(v)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(builder.fptrunc(args[0], llvm_ir.HalfType()), llvm_ir.IntType(16))
-
-    return sig, codegen
-
-
-@intrinsic
-def _bf16_bits_to_f32(typingctx, v):
-    """bf16 bits (int16) -> float32, exact: the bits are the top half of a float32."""
-    sig = types.float32(v)
-
-    def codegen(context, builder, signature, args):
-        i32 = llvm_ir.IntType(32)
-        wide = builder.shl(builder.zext(args[0], i32), llvm_ir.Constant(i32, 16))
-        return builder.bitcast(wide, llvm_ir.FloatType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _f32_to_bf16_bits(typingctx, v):
-    """float32 -> bf16 bits (int16), round to nearest even like ml_dtypes; NaN stays a quiet NaN."""
-    sig = types.int16(v)
-
-    def codegen(context, builder, signature, args):
-        i32 = llvm_ir.IntType(32)
-        b = builder.bitcast(args[0], i32)
-        top = builder.lshr(b, llvm_ir.Constant(i32, 16))
-        lsb = builder.and_(top, llvm_ir.Constant(i32, 1))
-        rounded = builder.lshr(builder.add(builder.add(b, llvm_ir.Constant(i32, 0x7FFF)), lsb),
-                               llvm_ir.Constant(i32, 16))
-        quiet = builder.or_(top, llvm_ir.Constant(i32, 0x40))
-        isnan = builder.fcmp_unordered("uno", args[0], args[0])
-        return builder.trunc(builder.select(isnan, quiet, rounded), llvm_ir.IntType(16))
-
-    return sig, codegen
-
-
-def load(v):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """An element's value in the compute type (float32 for f16/bf16 bits)."""
-    raise NotImplementedError
-
-
-def store(out, i, v):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """out[i] = v converted to out's element type (f16/bf16 bits rounded to nearest even)."""
-    raise NotImplementedError
-
-
-@overload(load, inline="always")
-def _load_impl(v):
-    if isinstance(v, types.Float):
-        return lambda v: v
-    if v == types.uint16:
-        return lambda v: _half_bits_to_f32(v)
-    if v == types.int16:
-        return lambda v: _bf16_bits_to_f32(v)
-    return None
-
-
-@overload(store, inline="always")
-def _store_impl(out, i, v):
-    dt = out.dtype
-    if isinstance(dt, types.Float):
-        def impl(out, i, v):
-            out[i] = v
-        return impl
-    if dt == types.uint16:
-        def impl_h(out, i, v):
-            out[i] = _f32_to_half_bits(np.float32(v))
-        return impl_h
-    if dt == types.int16:
-        def impl_b(out, i, v):
-            out[i] = _f32_to_bf16_bits(np.float32(v))
-        return impl_b
-    return None
-
-
-def cast_like(v, like):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """v converted to the element type of the array `like` (the compute type travels as the scale
-    array's dtype: a numpy type class as a kernel argument costs ~4 us per call to dispatch)."""
-    raise NotImplementedError
-
-
-@overload(cast_like, inline="always")
-def _cast_like_impl(v, like):
-    dt = like.dtype
-
-    def impl(v, like):
-        return dt(v)
-
-    return impl
-
-
-def _is_normal(v, like):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """|v| is a normal, finite number of like's element type (not 0, subnormal, inf or NaN)."""
-    raise NotImplementedError
-
-
-@overload(_is_normal, inline="always")
-def _is_normal_impl(v, like):
-    info = np.finfo(np.float64 if like.dtype == types.float64 else np.float32)
-    tiny, big = float(info.tiny), float(info.max)
-
-    def impl(v, like):
-        a = abs(v)
-        return a >= tiny and a <= big
-
-    return impl
-
 
 # ---- statistics ---------------------------------------------------------------------------------
 
@@ -394,7 +265,7 @@ def _apply_span(xs, ys, r0, hi, lo, mu, scale, bias, base, seg_len):
         b = bias[base + k]
         xk = xs[j:e]
         yk = ys[j:e]
-        normal = _is_normal(m, scale)
+        normal = is_normal(m, scale)
         if near_zero and normal:
             c = cast_like(np.float64(b) - shift * np.float64(m), scale)
             for i in range(e - j):
