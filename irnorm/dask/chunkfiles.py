@@ -12,6 +12,7 @@ size) goes through zarr, so the direct path only ever changes how fast, never wh
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..fileio import atomic_write
 
 
 @dataclass(frozen=True)
@@ -124,24 +127,20 @@ def write_rows(cf: ChunkFiles, lo: int, y: np.ndarray) -> bool:
         r0 = c * zr
         n = min(zr, hi - r0)
         path = cf.path(c)
-        tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.partial"
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            with open(tmp, "wb", buffering=0) as f:
-                view = memoryview(y[r0 - lo:r0 - lo + n]).cast("B")
-                done = 0
-                while done < len(view):
-                    done += f.write(view[done:])
-                if n < zr:
-                    f.truncate(zr * rb)  # zarr's edge chunks are full-size; the padding is never read
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write(path, functools.partial(_write_chunk, y[r0 - lo:r0 - lo + n], zr * rb), suffix=".partial")
     return True
+
+
+def _write_chunk(rows: np.ndarray, size: int, f: Any) -> None:
+    """The rows' bytes, then zeros up to `size` (zarr's edge chunks are full-size; the padding is
+    never read)."""
+    view = memoryview(rows).cast("B")
+    done = 0
+    while done < len(view):
+        done += f.write(view[done:])
+    if len(view) < size:
+        f.truncate(size)
 
 
 def read_block(arr: Any, cf: ChunkFiles | None, lo: int, hi: int, slot: int) -> np.ndarray:
