@@ -89,10 +89,15 @@ def _max_pool_rule(x, k, s, d, pb, out_hw):
     return vals, idx
 
 
-@pytest.mark.parametrize("seed", range(6))
+# the window shapes with kernels of their own (kernels/pooling.py _MAX_INSIDE): kernel, strides
+SPECIALIZED = [([3, 3], [2, 2]), ([3, 3], [1, 1]), ([2, 2], [2, 2])]
+
+
+@pytest.mark.parametrize("seed", range(12))
 def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path, seed):
-    """Windows wholly inside the input take a faster path than those across the border; both must give
-    the first maximum, NaN and ties included."""
+    """Windows wholly inside the input take faster paths than those across the border (a kernel per
+    common window shape for 2-D inputs, the generic one otherwise); all must give the first maximum,
+    NaN and ties included.  Seeds 6-11 use the specialized window shapes."""
     rng = np.random.default_rng(seed)
     h, w = int(rng.integers(5, 12)), int(rng.integers(5, 12))
     x = rng.integers(-3, 4, (1, 2, h, w)).astype(np.float32)  # small integers: many ties
@@ -100,6 +105,9 @@ def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path,
     k = [int(v) for v in rng.integers(1, 4, 2)]
     s = [int(v) for v in rng.integers(1, 3, 2)]
     d = [int(v) for v in rng.integers(1, 3, 2)]
+    if seed >= 6:
+        k, s = SPECIALIZED[seed % 3]
+        d = [1, 1]
     pb = [int(rng.integers(0, kk)) for kk in k]
     out_hw = tuple((n + 2 * p - (dd * (kk - 1) + 1)) // ss + 1 for n, p, dd, kk, ss in zip((h, w), pb, d, k, s,
                                                                                           strict=True))
