@@ -113,33 +113,25 @@ def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def _max_inside_3x3s2(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks):
+def _max_inside_parallel(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks, window):
+    """Per task, a block of planes: the inside windows of window shape number `window` in _MAX_INSIDE
+    (each branch inlines _max_inside with its constants, so each is compiled for its shape), then the
+    border windows by _max_rows."""
     n = x.shape[0]
     for t in prange(tasks):
         p0, p1 = t * n // tasks, (t + 1) * n // tasks
-        _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2)
+        if window == 0:
+            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2)
+        elif window == 1:
+            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1)
+        else:
+            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2)
         _max_rows(x, out, idx, k, s, d, pb, low, p0, p1, True)  # the windows across the border
 
 
-@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def _max_inside_3x3s1(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks):
-    n = x.shape[0]
-    for t in prange(tasks):
-        p0, p1 = t * n // tasks, (t + 1) * n // tasks
-        _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1)
-        _max_rows(x, out, idx, k, s, d, pb, low, p0, p1, True)  # the windows across the border
-
-
-@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def _max_inside_2x2s2(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks):
-    n = x.shape[0]
-    for t in prange(tasks):
-        p0, p1 = t * n // tasks, (t + 1) * n // tasks
-        _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2)
-        _max_rows(x, out, idx, k, s, d, pb, low, p0, p1, True)  # the windows across the border
-
-
-_MAX_INSIDE = {(3, 3, 2, 2): _max_inside_3x3s2, (3, 3, 1, 1): _max_inside_3x3s1, (2, 2, 2, 2): _max_inside_2x2s2}
+# window shapes (kh, kw, sh, sw) with a kernel of their own, the ones CNNs use, in the order of the
+# branches of _max_inside_parallel
+_MAX_INSIDE = {(3, 3, 2, 2): 0, (3, 3, 1, 1): 1, (2, 2, 2, 2): 2}
 
 
 def _inside_range(o: int, k: int, s: int, pad: int, n: int) -> tuple[int, int]:
@@ -218,13 +210,13 @@ def max_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: 
         rows = oshape[0] * oshape[1]
         tasks = _tasks(rows, out.size * int(np.prod(kernel)))
         k3, s3, d3, p3 = _pad3(kernel, 1), _pad3(strides, 1), _pad3(dilations, 1), _pad3(pads_begin, 0)
-        inside = None
-        if xs.shape[1] == 1 and k3[0] == 1 and s3[0] == 1 and p3[0] == 0 and (d3 == 1).all():
-            inside = _MAX_INSIDE.get((int(k3[1]), int(k3[2]), int(s3[1]), int(s3[2])))
-        if inside is not None:
-            y_lo, y_hi = _inside_range(oshape[2], int(k3[1]), int(s3[1]), int(p3[1]), xs.shape[2])
-            x_lo, x_hi = _inside_range(oshape[3], int(k3[2]), int(s3[2]), int(p3[2]), xs.shape[3])
-            inside(xs, out, idx, k3, s3, d3, p3, cdt.type(low), y_lo, y_hi, x_lo, x_hi, max(1, min(tasks, xs.shape[0])))
+        window = (int(k3[1]), int(k3[2]), int(s3[1]), int(s3[2]))
+        if (xs.shape[1] == 1 and k3[0] == 1 and s3[0] == 1 and p3[0] == 0 and (d3 == 1).all()
+                and window in _MAX_INSIDE):
+            y_lo, y_hi = _inside_range(oshape[2], window[0], window[2], int(p3[1]), xs.shape[2])
+            x_lo, x_hi = _inside_range(oshape[3], window[1], window[3], int(p3[2]), xs.shape[3])
+            _max_inside_parallel(xs, out, idx, k3, s3, d3, p3, cdt.type(low), y_lo, y_hi, x_lo, x_hi,
+                                 max(1, min(tasks, xs.shape[0])), _MAX_INSIDE[window])
         else:
             _max_parallel(xs, out, idx, k3, s3, d3, p3, cdt.type(low), tasks, False)
     final = (n, c) + tuple(out_spatial)
