@@ -226,3 +226,125 @@ def test_f_normalize_decomposition_is_one_normalization(tmp_path, with_weight):
     np.testing.assert_allclose(got, want, rtol=4e-6, atol=4e-6 * float(np.abs(want).max()))
     assert np.all(got[0, :, 0, 0] == 0)
     compare_with_openvino(xml, {"x": data})
+
+
+def _conv_net(kind, act, bias, dtype, dynamic, rng, rank=2):
+    """A convolution with constant weights, then optionally an Add of `bias` and an activation."""
+    cin, cout = 4, 6
+    spatial = [9, 7][:rank] if rank == 2 else [11]
+    shape = [2, cin, *spatial]
+    x = op1.parameter([-1, cin] + [-1] * rank if dynamic else shape, dtype, name="x")
+    k = [3] * rank
+    s, pb, pe, d = [1] * rank, [1] * rank, [0] * rank, [1] * rank
+    if kind == "conv":
+        y = op1.convolution(x, op1.constant(rng.standard_normal([cout, cin, *k]).astype(dtype)), s, pb, pe, d)
+    elif kind == "conv_strided":
+        y = op1.convolution(x, op1.constant(rng.standard_normal([cout, cin, *k]).astype(dtype)), [2] * rank, pb, pe,
+                            [2] * rank)
+    elif kind == "group":
+        w = rng.standard_normal([2, cout // 2, cin // 2, *k]).astype(dtype)
+        y = op1.group_convolution(x, op1.constant(w), s, pb, pe, d)
+    elif kind == "depthwise":
+        cout = cin
+        y = op1.group_convolution(x, op1.constant(rng.standard_normal([cin, 1, 1, *k]).astype(dtype)), s, pb, pe, d)
+    else:  # transposed
+        y = op1.convolution_backprop_data(x, op1.constant(rng.standard_normal([cin, cout, *k]).astype(dtype)),
+                                          [2] * rank, pb, pe, d)
+    if bias == "channel":
+        y = op1.add(y, op1.constant(rng.standard_normal([1, cout] + [1] * rank).astype(dtype)))
+    elif bias == "channel_short":  # [C, 1, 1]: numpy broadcasting adds the batch dim
+        y = op1.add(op1.constant(rng.standard_normal([cout] + [1] * rank).astype(dtype)), y)
+    elif bias == "scalar":
+        y = op1.add(y, op1.constant(np.array(0.25, dtype)))
+    if act == "relu":
+        y = op1.relu(y)
+    elif act == "swish":
+        y = op4.swish(y, op1.constant(np.array(1.5, dtype)))
+    elif act == "hswish":
+        y = op4.hswish(y)
+    elif act == "elu":
+        y = op1.elu(y, 0.7)
+    elif act == "gelu_tanh":
+        y = op7.gelu(y, "tanh")
+    return _model(_named(y, "y"), [x]), shape
+
+
+op4 = pytest.importorskip("openvino.opset4")
+op7 = pytest.importorskip("openvino.opset7")
+
+
+@pytest.mark.parametrize("kind, act, bias, dtype, dynamic, rank", [
+    ("conv", "relu", "channel", np.float32, False, 2),
+    ("conv", None, "channel", np.float32, True, 2),
+    ("conv", "swish", None, np.float32, False, 1),
+    ("conv_strided", "hswish", "channel_short", np.float32, False, 2),
+    ("group", "elu", "channel", np.float64, False, 2),
+    ("depthwise", "gelu_tanh", "scalar", np.float32, True, 2),
+    ("depthwise", "relu", "channel", np.float32, False, 1),
+    ("transposed", "relu", "channel", np.float32, False, 2),
+])
+def test_convolution_bias_activation_is_one_step(tmp_path, kind, act, bias, dtype, dynamic, rank):
+    """The bias and the activation run in place on the product: the same float operations in the same
+    order as the layers, so the results are bit-identical to the unfused graph's (and match OpenVINO)."""
+    rng = np.random.default_rng(len(kind) + rank)
+    model, shape = _conv_net(kind, act, bias, dtype, dynamic, rng, rank)
+    xml = save(model, tmp_path, "c")
+    ops = {"conv": "Convolution", "conv_strided": "Convolution", "group": "GroupConvolution",
+           "depthwise": "GroupConvolution", "transposed": "ConvolutionBackpropData"}[kind]
+    label = "+".join([ops] + (["Add"] if bias else []) +
+                     ([{"relu": "Relu", "swish": "Swish", "hswish": "HSwish", "elu": "Elu", "gelu_tanh": "Gelu"}[act]]
+                      if act else []))
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == [label]
+    for feed in [x] + ([rng.standard_normal([3, *shape[1:-1], shape[-1] + 4]).astype(dtype)] if dynamic else []):
+        np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+@pytest.mark.parametrize("case", ["spatial_bias", "residual", "used_twice", "f16", "output_too"])
+def test_convolution_is_left_alone(tmp_path, case):
+    """A bias that varies along a spatial axis, a non-constant Add, a product used twice or that is a model
+    output, and f16 data: no fusion of the Add (and so none of an activation after it)."""
+    rng = np.random.default_rng(3)
+    dtype = np.float16 if case == "f16" else np.float32
+    x = op1.parameter([1, 4, 6, 6], dtype, name="x")
+    conv = op1.convolution(x, op1.constant(rng.standard_normal([4, 4, 3, 3]).astype(dtype)), [1, 1], [1, 1],
+                           [1, 1], [1, 1])
+    outs = []
+    if case == "spatial_bias":
+        y = op1.relu(op1.add(conv, op1.constant(rng.standard_normal([1, 1, 1, 6]).astype(dtype))))
+    elif case == "residual":
+        y = op1.relu(op1.add(conv, x))
+    elif case == "used_twice":
+        y = op1.add(op1.relu(op1.add(conv, op1.constant(np.ones([1, 4, 1, 1], dtype)))), conv)
+    elif case == "output_too":
+        outs = [_named(conv, "conv")]
+        y = op1.relu(op1.add(conv, op1.constant(np.ones([1, 4, 1, 1], dtype))))
+    else:
+        y = op1.relu(op1.add(conv, op1.constant(np.ones([1, 4, 1, 1], dtype))))
+    xml = save(_model([_named(y, "y"), *outs], [x]), tmp_path, "c")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert all(not label.startswith("Convolution+Add") for label, _ in fused.fused_steps), fused.fused_steps
+    feed = {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)}
+    got, want = fused.run(feed), plain.run(feed)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
+@pytest.mark.parametrize("code_name, with_bias", [("relu", True), ("swish", False), ("hswish", True)])
+def test_bias_activation_kernel_on_the_pool(code_name, with_bias):
+    """The in-place kernel above PARALLEL_MIN (the tasks split the channel rows): bit-identical to an Add
+    followed by the activation kernel."""
+    from irnorm.kernels import PARALLEL_MIN, activation
+
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal((2, 16, 40, 40)).astype(np.float32)
+    assert y.size >= PARALLEL_MIN
+    b = rng.standard_normal(16).astype(np.float32) if with_bias else None
+    code = activation.CODES[code_name]
+    want = activation.unary(code, y + b[:, None, None] if with_bias else y, 1.25, 0.0)
+    got = activation.bias_activation(y.copy(), b, code, 1.25, 0.0)
+    np.testing.assert_array_equal(got, want)

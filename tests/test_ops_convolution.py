@@ -272,3 +272,51 @@ def test_onnx_export_conv_group_deconv_matmul(tmp_path, compress):
         if not compress:
             (exp,) = sess.run(None, {"x": x})
             np.testing.assert_allclose(got, exp, rtol=1e-4, atol=1e-4 * float(np.abs(exp).max()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_unfold_paths_match_the_reference(seed, monkeypatch):
+    """conv_forward's three unfolds -- stride-1 2-D in the padded row width (``_wide_products``), row by row
+    from a padded copy (``im2col``), bounds-checked on the input itself (``im2col_bounded``, huge pads with
+    huge strides) -- on one thread and on the pool, against the float64 reference; each path is checked to
+    be the one taken."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(seed)
+    rank = (1, 2, 2, 3)[seed % 4]
+    n, g = int(rng.integers(1, 3)), int(rng.choice([1, 2]))
+    cin, cout = g * int(rng.integers(1, 4)), g * int(rng.integers(1, 4))
+    k = [int(v) for v in rng.integers(1, 4, rank)]
+    d = [int(v) for v in rng.integers(1, 3, rank)]
+    s = [1] * rank if seed % 3 == 0 else [int(v) for v in rng.integers(1, 3, rank)]
+    pb = [int(v) for v in rng.integers(0, 3, rank)]
+    pe = [int(v) for v in rng.integers(0, 3, rank)]
+    if seed % 6 == 5:  # padding much larger than the input, strides as large: the bounded unfold
+        pb, pe, s = [40] * rank, [40] * rank, [37] * rank
+    spatial = [int(v) + (kk - 1) * dd for v, kk, dd in zip(rng.integers(1, 9, rank), k, d, strict=True)]
+    x = rng.standard_normal((n, cin, *spatial)).astype(np.float32)
+    w = rng.standard_normal((g, cout // g, cin // g, *k)).astype(np.float32)
+    exp = R.group_convolution(x, w, s, pb, pe, d)
+    out_sp = exp.shape[2:]
+    wp = np.ascontiguousarray(w.reshape(g, cout // g, -1))
+    unfold_free = k == [1] * rank and s == [1] * rank and pb == [0] * rank and list(out_sp) == spatial
+    wide = rank < 3 and s == [1] * rank and 2 * out_sp[-1] >= out_sp[-1] + (k[-1] - 1) * d[-1]
+    expected = (["im2col_bounded"] if seed % 6 == 5 else [] if unfold_free else ["_wide_products"] if wide
+                else ["im2col"])
+    taken: list[str] = []
+    for name in ("_wide_products", "im2col", "im2col_bounded"):
+        orig = getattr(conv, name)
+
+        def spy(*a, _orig=orig, _name=name):
+            r = _orig(*a)
+            if r is not False:
+                taken.append(_name)
+            return r
+
+        monkeypatch.setattr(conv, name, spy)
+    for parallel_min in (1 << 30, 1):
+        monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
+        taken.clear()
+        y = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
+        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
+        assert taken == expected

@@ -301,6 +301,49 @@ def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndar
     return out
 
 
+# ---- a producer's per-channel bias and activation, in place -------------------------------------
+
+
+@njit(**_JIT)
+def _bias_act_rows(code, y, bias, c_count, r0, r1, p0, p1, k):
+    """Rows r0..r1-1 of y [N*C, inner]: += bias[channel] (when bias has C values), then activation
+    `code` (none when negative)."""
+    for r in range(r0, r1):
+        row = y[r]
+        if bias.shape[0]:
+            b = bias[r % c_count]
+            for i in range(row.shape[0]):
+                row[i] += b
+        if code >= 0:
+            _apply(code, row, row, p0, p1, k)
+
+
+@njit(parallel=True, **_JIT)
+def _bias_act_parallel(code, y, bias, c_count, p0, p1, k, tasks):
+    rows = y.shape[0]
+    for t in prange(tasks):
+        _bias_act_rows(code, y, bias, c_count, t * rows // tasks, (t + 1) * rows // tasks, p0, p1, k)
+
+
+def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float = 0.0, p1: float = 0.0
+                    ) -> np.ndarray:
+    """In place on y [N, C, *spatial] (f32 or f64, C-contiguous, owned by the caller): y + bias[c]
+    (one value per channel, y's dtype), then activation `code` (-1: none).  The same float operations,
+    in the same order, as an Add layer followed by the activation layer: results are bit-identical."""
+    if y.size == 0:
+        return y
+    n, c = y.shape[0], y.shape[1]
+    y = np.ascontiguousarray(y)
+    rows = y.reshape(n * c, -1)
+    b = np.zeros(0, y.dtype) if bias is None else bias
+    ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
+    if y.size >= PARALLEL_MIN and n * c > 1:
+        _bias_act_parallel(code, rows, b, c, ftype(p0), ftype(p1), k, min(n * c, 64))
+    else:
+        _bias_act_rows(code, rows, b, c, 0, n * c, ftype(p0), ftype(p1), k)
+    return y
+
+
 # ---- PRelu with one slope per channel -------------------------------------------------------------
 
 

@@ -360,8 +360,7 @@ def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
             else None
         if shape is not None:
             out = OUTPUTS.empty(shape, dt)  # the caller's out= array when it provided one
-            with np.errstate(all="ignore"):
-                return _SMALL_UFUNC[code](a, b, out=out)
+            return _SMALL_UFUNC[code](a, b, out=out)  # inf/NaN are results: runs are under np.errstate
     out_shape = np.broadcast_shapes(a.shape, b.shape)
     plan = collapse(out_shape, a.shape, b.shape)
     if plan is None:

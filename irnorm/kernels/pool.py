@@ -23,12 +23,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from math import prod
 
 import numpy as np
 
 MIN_BYTES = 1 << 20  # smaller arrays come from malloc's free lists cheaply
 MAX_BUFFERS = 4  # buffers tracked; an untracked buffer is simply freed when its last user drops it
 MAX_FREE_BYTES = 512 << 20  # released buffers kept for reuse beyond this are let go (oldest first)
+
+
+class _Provided(threading.local):
+    arrays: list[np.ndarray] | None = None  # a class default: no AttributeError raised per lookup
 
 
 class Recycler:
@@ -42,7 +47,7 @@ class Recycler:
         self._bufs: list[np.ndarray] = []  # 1-D uint8 owners; handed-out arrays are views of them
         self._lock = threading.Lock()
         self._free_refs = self._probe()
-        self._provided = threading.local()  # .arrays: caller-owned destinations for this thread
+        self._provided = _Provided()  # .arrays: caller-owned destinations for this thread
 
     def _probe(self) -> int:
         """The reference count an unreferenced pooled buffer shows inside _take (interpreter detail)."""
@@ -60,7 +65,7 @@ class Recycler:
     def provide(self, arrays: list[np.ndarray]) -> Iterator[None]:
         """Within the block (this thread only) hand these C-contiguous arrays out, each once, to the
         first ``empty`` request with the same dtype and element count (reshaped to the request)."""
-        prev = getattr(self._provided, "arrays", None)
+        prev = self._provided.arrays
         self._provided.arrays = list(arrays)
         try:
             yield
@@ -69,10 +74,10 @@ class Recycler:
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
-        provided = getattr(self._provided, "arrays", None)
-        n = dtype.itemsize
-        for d in shape:
-            n *= d
+        provided = self._provided.arrays
+        n = dtype.itemsize * prod(shape)
+        if not provided and n < self.min_bytes:  # the common small case, first (every layer of a small model)
+            return np.empty(shape, dtype)
         if provided:
             for i, a in enumerate(provided):
                 if a.dtype == dtype and a.nbytes == n:

@@ -108,6 +108,14 @@ class _Activation(Op):
     def int_apply(x: np.ndarray) -> np.ndarray:
         return x.copy()
 
+    def fused_form(self, ctx: NodeContext, dtype: np.dtype, params: list[np.ndarray]) -> tuple[int, float, float]:
+        """(kernel code, p0, p1) for running this activation inside another layer's kernel on float data
+        of `dtype`; `params`: the values of the inputs after the data (constants).  See runtime/fuse.py."""
+        from ..kernels import activation as kern
+
+        p0, p1 = self.params(ctx, [np.empty(0, dtype), *params])
+        return kern.CODES[self.kernel_name(ctx)], p0, p1
+
     def build(self, ctx: NodeContext) -> Kernel:
         from ..kernels import activation as kern  # lazy: validate never imports numba
 

@@ -1,7 +1,7 @@
 """Planner rules that fuse what exports split.
 
 Exporters write a LayerNorm as MVN + Multiply + Add, an f16 GroupNorm as Convert + GroupNormalization
-+ Convert, a Scale as Multiply + Add + Power.  Run layer by layer, each of those is a full pass over
++ Convert, a Scale as Multiply + Add + Power, a convolution's bias and activation as Add + Relu/Swish/....  Run layer by layer, each of those is a full pass over
 memory (and a rounding of its own); fused, it is one pass.  A rule looks at a layer and the layers
 that consume it and, when the pattern holds, returns a :class:`Fusion`: the layers it covers, the
 operands of the fused kernel and the kernel itself (built from the ops' own kernel entry points --
@@ -390,7 +390,68 @@ def l2_normalize(fc: FuseContext, node: Node) -> Fusion | None:
     return Fusion(nodes, [x_src], kernel, "L2Norm(" + "+".join(n.op_type for n in nodes) + ")")
 
 
-RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, scale_chain)
+# ---- Convolution -> Add a per-channel bias -> activation: one pass over the product ------------------
+
+_BIASED = {("Convolution", 1), ("GroupConvolution", 1), ("ConvolutionBackpropData", 1),
+           ("GroupConvolutionBackpropData", 1)}
+
+
+def _channel_values(const: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A constant that broadcasts to data of `shape` varying at most along axis 1: its C values (a single
+    value repeated), else None."""
+    if const is None or not _keeps_shape(const, shape) or shape[1] == -1:
+        return None
+    padded = const.reshape((1,) * (len(shape) - const.ndim) + const.shape)
+    if any(d != 1 for a, d in enumerate(padded.shape) if a != 1):
+        return None
+    return np.ascontiguousarray(np.broadcast_to(padded.reshape(-1), (shape[1],)))
+
+
+def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
+    """A convolution with constant weights -> Add of a per-channel constant -> an activation (either
+    may be missing, not both), on f32/f64 data: the bias and the activation run in place on the
+    product, in one pass (how exports write every convolution with a bias and its ReLU/Swish/HSwish)."""
+    from ..ops.activation import _Activation
+
+    if (node.op_type, node.op.version) not in _BIASED or any(s is None or fc.const(tuple(s)) is None
+                                                              for s in node.sources[1:]):
+        return None
+    y = node.outputs[0]
+    if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 3:
+        return None
+    nodes, bias = [node], None
+    hit = fc.sole_consumer(node, ("Add",))
+    if hit is not None and _binary_numpy(hit[0]):
+        bias = _channel_values(fc.const(fc.other_operand(hit[0], hit[1])), y.shape)
+        if bias is not None:
+            nodes.append(hit[0])
+            bias = bias.astype(ELEMENT_TYPES[y.dtype])
+    act, code, p0, p1 = None, -1, 0.0, 0.0
+    users = fc.consumers.get((nodes[-1].index, 0), [])
+    if len(users) == 1 and users[0][1] == 0 and (nodes[-1].index, 0) not in fc.keep:
+        user = fc.graph.nodes[users[0][0]]
+        params = [fc.const(tuple(s)) if s is not None else None for s in user.sources[1:]]
+        if isinstance(user.op, _Activation) and all(p is not None for p in params):
+            act = user
+            ctx = NodeContext(user.layer, user.attrs, [fc.info(tuple(s)) for s in user.sources], 1)
+            code, p0, p1 = user.op.fused_form(ctx, ELEMENT_TYPES[y.dtype], params)
+            nodes.append(act)
+    if len(nodes) == 1:
+        return None
+    ins = [fc.info(tuple(s)) for s in node.sources]
+    conv = node.op.build(NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs)))
+    consts = [fc.const(tuple(s)) for s in node.sources[1:]]
+    from ..kernels.activation import bias_activation
+
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        (out,) = conv([xs[0], *consts])
+        return [bias_activation(out, bias, code, p0, p1)]
+
+    return Fusion(nodes, [tuple(node.sources[0])], run, "+".join(n.op_type for n in nodes))
+
+
+RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
+                                scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
