@@ -1,8 +1,9 @@
 """Planner rules that fuse what exports split.
 
 Exporters write a LayerNorm as MVN + Multiply + Add, an f16 GroupNorm as Convert + GroupNormalization
-+ Convert, a Scale as Multiply + Add + Power, a convolution's bias and activation as Add + Relu/Swish/....  Run layer by layer, each of those is a full pass over
-memory (and a rounding of its own); fused, it is one pass.  A rule looks at a layer and the layers
++ Convert, a Scale as Multiply + Add + Power, a convolution's bias and activation as Add + Relu (or
+Swish, HSwish, ...).  Run layer by layer, each of those is a full pass over memory (and a rounding of
+its own); fused, it is one pass.  A rule looks at a layer and the layers
 that consume it and, when the pattern holds, returns a :class:`Fusion`: the layers it covers, the
 operands of the fused kernel and the kernel itself (built from the ops' own kernel entry points --
 the kernels know nothing of fusion).
