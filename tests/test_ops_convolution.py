@@ -314,9 +314,46 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
             return r
 
         monkeypatch.setattr(conv, name, spy)
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
     for parallel_min in (1 << 30, 1):
         monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
         taken.clear()
         y = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
         np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
         assert taken == expected
+
+
+@pytest.mark.parametrize("parallel_min", [1 << 40, 1])
+def test_depthwise_paths_and_reused_buffers_match_the_reference(monkeypatch, parallel_min):
+    """conv_depthwise over random geometries in one thread (the per-thread scratch buffers are reused
+    from one call to the next, so stale padding would show): the padded-row-width kernel (stride 1,
+    1-D/2-D) and the direct one (strides, 3-D), serial and on the pool, against the float64 reference."""
+    from irnorm.kernels import conv
+
+    monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", parallel_min)
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused buffers
+    rng = np.random.default_rng(11)
+    taken = {"wide": 0, "direct": 0}
+    for name, key in (("depthwise_wide", "wide"), ("depthwise", "direct")):
+        orig = getattr(conv, name)
+
+        def spy(*a, _orig=orig, _key=key):
+            taken[_key] += 1
+            return _orig(*a)
+
+        monkeypatch.setattr(conv, name, spy)
+    for case in range(24):
+        rank = (1, 2, 2, 3)[case % 4]
+        g, mult = int(rng.integers(1, 6)), int(rng.integers(1, 3))
+        k = [int(v) for v in rng.integers(1, 6, rank)]
+        d = [int(v) for v in rng.integers(1, 3, rank)]
+        s = [1] * rank if case % 3 else [int(v) for v in rng.integers(1, 3, rank)]
+        pb = [int(v) for v in rng.integers(0, 3, rank)]
+        pe = [int(v) for v in rng.integers(0, 3, rank)]
+        spatial = [int(v) + (kk - 1) * dd for v, kk, dd in zip(rng.integers(1, 12, rank), k, d, strict=True)]
+        x = rng.standard_normal((int(rng.integers(1, 3)), g, *spatial)).astype(np.float32)
+        w = rng.standard_normal((g, mult, 1, *k)).astype(np.float32)
+        exp = R.group_convolution(x, w, s, pb, pe, d)
+        y = conv.conv_depthwise(x, np.ascontiguousarray(w.reshape(g * mult, *k)), s, d, pb, exp.shape[2:])
+        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
+    assert taken["wide"] >= 6 and taken["direct"] >= 6, taken

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import blas
+from .pool import OUTPUTS, SCRATCH
 
 # Unfolded-buffer budget (elements) per block of images or, for a large image, of output rows.
 COL_BUDGET = 1 << 22
@@ -149,6 +150,9 @@ def _unfold_wide_parallel(xf, cf, rows, taps, plane, wp, kw, dh, dw, length):
         _unfold_wide(xf, cf, i * rows // chunks, (i + 1) * rows // chunks, taps, plane, wp, kw, dh, dw, length)
 
 
+# Below this many multiply-adds one thread does a depthwise convolution: waking the pool costs more.
+DEPTHWISE_PARALLEL_MIN = 1 << 18
+
 # Below this many unfolded elements one thread does the unfold: waking the pool costs more.
 UNFOLD_PARALLEL_MIN = 1 << 18
 
@@ -218,13 +222,62 @@ def col2im(col, out, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, ih, iw, r0,
 
 
 @njit(nogil=True, parallel=True, cache=True)
-def depthwise(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw):
+def depthwise(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw, tasks):
     """x [N, G, D, H, W], w [G*mult, kd, kh, kw], out [N, G*mult, od, oh, ow]: out channel o reads
-    input channel o // mult."""
+    input channel o // mult.  `tasks` blocks of (n, out channel) planes (1: the calling thread only)."""
+    planes = out.shape[0] * out.shape[1]
+    if tasks == 1:
+        _depthwise_planes(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw, 0, planes)
+        return
+    for t in prange(tasks):
+        _depthwise_planes(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw, t * planes // tasks,
+                          (t + 1) * planes // tasks)
+
+
+@njit(nogil=True, parallel=True, cache=True)
+def depthwise_wide(xf, w, out, mult, hp, wp, dh, dw, tasks):
+    """Stride-1 2-D depthwise convolution from the zero-padded planes xf ([N*G planes of hp x wp] flat,
+    with spare elements at the end): per out plane, every tap is one multiply-add over the plane in the
+    padded row width (a long loop that vectorizes), then the ow columns of each row are kept.  Taps are
+    summed in the same order as the direct kernel."""
+    planes = out.shape[0] * out.shape[1]
+    if tasks == 1:
+        _depthwise_wide_planes(xf, w, out, mult, hp, wp, dh, dw, 0, planes)
+        return
+    for t in prange(tasks):
+        _depthwise_wide_planes(xf, w, out, mult, hp, wp, dh, dw, t * planes // tasks, (t + 1) * planes // tasks)
+
+
+@njit(nogil=True, cache=True)
+def _depthwise_wide_planes(xf, w, out, mult, hp, wp, dh, dw, t0, t1):
+    co_count, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    kh, kw = w.shape[1], w.shape[2]
+    g_count = co_count // mult
+    length = oh * wp
+    acc = np.empty(length, out.dtype)
+    for task in range(t0, t1):
+        n = task // co_count
+        o = task - n * co_count
+        base = (n * g_count + o // mult) * hp * wp
+        for q in range(length):
+            acc[q] = 0
+        for ky in range(kh):
+            for kx in range(kw):
+                wv = w[o, ky, kx]
+                src = base + ky * dh * wp + kx * dw
+                for q in range(length):
+                    acc[q] += wv * xf[np.uintp(src + q)]
+        for oy in range(oh):
+            for ox in range(ow):
+                out[n, o, oy, ox] = acc[oy * wp + ox]
+
+
+@njit(nogil=True, cache=True)
+def _depthwise_planes(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw, t0, t1):
     n_count, co_count, od, oh, ow = out.shape
     d_in, h_in, w_in = x.shape[2], x.shape[3], x.shape[4]
     kd, kh, kw = w.shape[1], w.shape[2], w.shape[3]
-    for task in prange(n_count * co_count):
+    for task in range(t0, t1):
         n = task // co_count
         o = task % co_count
         g = o // mult
@@ -246,12 +299,14 @@ def depthwise(x, w, out, mult, sd, sh, sw, dd, dh, dw, pd, ph, pw):
                             wv = w[o, kz, ky, kx]
                             off_x = kx * dw - pw
                             lo, hi = _x_range(off_x, sw, w_in, ow)
+                            # unsigned indices (all >= 0 here): Numba's negative-index check on signed
+                            # ones kept these loops from vectorizing
                             if sw == 1:  # contiguous: vectorizes
                                 for ox in range(lo, hi):
-                                    dst[ox] += wv * src[ox + off_x]
+                                    dst[np.uintp(ox)] += wv * src[np.uintp(ox + off_x)]
                             else:
                                 for ox in range(lo, hi):
-                                    dst[ox] += wv * src[ox * sw + off_x]
+                                    dst[np.uintp(ox)] += wv * src[np.uintp(ox * sw + off_x)]
 
 
 def _as3d(shape, fill=1):
@@ -286,7 +341,7 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
     n, c = x.shape[:2]
     g, cpg = w.shape[0], w.shape[1]
     cout = g * cpg
-    out = np.empty((n, cout) + tuple(out_spatial), x.dtype)
+    out = OUTPUTS.empty((n, cout) + tuple(out_spatial), x.dtype)
     if out.size == 0:
         return out
     if w.shape[2] == 0:  # no input channels: sums over nothing
@@ -314,6 +369,29 @@ def _product(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
             blas.narrow()
 
 
+def _padded_planes(x5: np.ndarray, hp: int, wp: int, pb, spare: int) -> np.ndarray:
+    """The [N, C, 1, H, W] input's planes as [N, C, hp, wp] with pb[1] / pb[2] zero rows / columns before
+    (and zeros after), flattened, plus `spare` zeros at the end for reads that run past the last plane."""
+    n, c = x5.shape[:2]
+    size = n * c * hp * wp
+    buf = SCRATCH.get(0, (size + spare,), x5.dtype)  # a reused buffer: every element is written below
+    xp = buf[:size].reshape(n, c, hp, wp)
+    lo = (-pb[1], -pb[2])
+    ys, ye = max(lo[0], 0), min(lo[0] + hp, x5.shape[3])
+    xs, xe = max(lo[1], 0), min(lo[1] + wp, x5.shape[4])
+    if ye > ys and xe > xs:
+        y0, y1, x0, x1 = ys - lo[0], ye - lo[0], xs - lo[1], xe - lo[1]
+        xp[:, :, y0:y1, x0:x1] = x5[:, :, 0, ys:ye, xs:xe]
+        xp[:, :, :y0] = 0
+        xp[:, :, y1:] = 0
+        xp[:, :, y0:y1, :x0] = 0
+        xp[:, :, y0:y1, x1:] = 0
+    else:
+        xp[...] = 0
+    buf[size:] = 0
+    return buf
+
+
 def _wide_products(x5, w, res, kk, d, pb, o3, ck, g) -> bool:
     """res = w @ unfold(x5) for a stride-1 convolution of 1-D/2-D data, unfolded in the padded input's
     row width wp instead of the output's ow: each unfolded row is then one contiguous copy (no per-row
@@ -327,16 +405,8 @@ def _wide_products(x5, w, res, kk, d, pb, o3, ck, g) -> bool:
     if o3[0] != 1 or kk[0] != 1 or n * ck * length > COL_BUDGET or 2 * ow < wp:
         return False
     plane = hp * wp
-    spare = (kk[2] - 1) * d[2]
-    buf = np.zeros(n * c * plane + spare, x5.dtype)
-    xp = buf[:n * c * plane].reshape(n, c, hp, wp)
-    lo = (-pb[1], -pb[2])
-    h_in, w_in = x5.shape[3], x5.shape[4]
-    ys, ye = max(lo[0], 0), min(lo[0] + hp, h_in)
-    xs, xe = max(lo[1], 0), min(lo[1] + wp, w_in)
-    if ye > ys and xe > xs:
-        xp[:, :, ys - lo[0]:ye - lo[0], xs - lo[1]:xe - lo[1]] = x5[:, :, 0, ys:ye, xs:xe]
-    col = np.empty((n, ck, length), x5.dtype)
+    buf = _padded_planes(x5, hp, wp, pb, (kk[2] - 1) * d[2])
+    col = SCRATCH.get(1, (n, ck, length), x5.dtype)
     rows = n * ck
     args = (ck // c, plane, wp, kk[2], d[1], d[2], length)
     if col.size >= UNFOLD_PARALLEL_MIN and rows > 1:
@@ -347,7 +417,7 @@ def _wide_products(x5, w, res, kk, d, pb, o3, ck, g) -> bool:
     if wp == ow:
         _product(w, col, res)
     else:
-        wide = np.empty(res.shape[:3] + (length,), res.dtype)
+        wide = SCRATCH.get(2, res.shape[:3] + (length,), res.dtype)
         _product(w, col, wide)
         res.reshape(res.shape[:3] + (oh, ow))[...] = wide.reshape(res.shape[:3] + (oh, wp))[..., :ow]
     return True
@@ -358,7 +428,7 @@ def _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g) -> None:
     n = x5.shape[0]
     xp = pad_input(x5, kk, s, d, pb, o3)
     for n0, n1, r0, r1 in _tiles(n, o3[0] * o3[1], ck * o3[2]):
-        col = np.empty((n1 - n0, ck, (r1 - r0) * o3[2]), x5.dtype)
+        col = SCRATCH.get(1, (n1 - n0, ck, (r1 - r0) * o3[2]), x5.dtype)
         if xp is None:
             im2col_bounded(x5[n0:n1], col, kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1],
                            pb[2], o3[1], o3[2], r0, r1)
@@ -377,14 +447,21 @@ def conv_depthwise(x: np.ndarray, w: np.ndarray, strides, dilations, pads_begin,
     """x [N, G, *S], w [G*mult, *k] (compute dtype) -> [N, G*mult, *out] by the direct kernel."""
     n, g = x.shape[:2]
     co = w.shape[0]
-    out = np.empty((n, co) + tuple(out_spatial), x.dtype)
+    out = OUTPUTS.empty((n, co) + tuple(out_spatial), x.dtype)
     if out.size == 0:
         return out
     kk, s, d, pb, o3 = _geom(w.shape[1:], strides, dilations, pads_begin, out_spatial)
     x5 = np.ascontiguousarray(x).reshape((n, g) + _as3d(x.shape[2:]))
     w4 = np.ascontiguousarray(w).reshape((co,) + tuple(kk))
+    work = out.size * w4[0].size
+    tasks = 1 if work < DEPTHWISE_PARALLEL_MIN else min(n * co, 64)
+    if o3[0] == 1 and kk[0] == 1 and s == [1, 1, 1]:  # 1-D/2-D, stride 1: the padded row width
+        hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
+        buf = _padded_planes(x5, hp, wp, pb, (kk[2] - 1) * d[2])
+        depthwise_wide(buf, w4[:, 0], out.reshape((n, co) + tuple(o3[1:])), co // g, hp, wp, d[1], d[2], tasks)
+        return out
     depthwise(x5, w4, out.reshape((n, co) + tuple(o3)), co // g, s[0], s[1], s[2], d[0], d[1], d[2],
-              pb[0], pb[1], pb[2])
+              pb[0], pb[1], pb[2], tasks)
     return out
 
 

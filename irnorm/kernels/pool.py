@@ -130,3 +130,33 @@ class Recycler:
 
 
 OUTPUTS = Recycler()
+
+
+class Scratch(threading.local):
+    """Per-thread work buffers a kernel uses within one call (a padded input copy, an unfolded matrix),
+    kept for the next call: on this VM-class hardware a fresh multi-megabyte buffer costs a page fault
+    per 4 KiB on its first write, more than the kernel's own work on it.  ``get(slot, shape, dtype)`` is
+    an uninitialized array; each slot is one buffer per thread, grown as needed, so two buffers a kernel
+    needs at once use two slots.  Buffers over MAX_BYTES are not kept."""
+
+    MIN_BYTES = 64 << 10  # malloc's threshold for fresh mappings starts at 128 KiB
+    MAX_BYTES = 64 << 20
+
+    def __init__(self) -> None:
+        self.bufs: dict[int, np.ndarray] = {}
+
+    def get(self, slot: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        n = dtype.itemsize * prod(shape)
+        if n < self.MIN_BYTES or n > self.MAX_BYTES:
+            return np.empty(shape, dtype)
+        b = self.bufs.get(slot)
+        if b is None or b.nbytes < n:
+            b = self.bufs[slot] = np.empty(n, np.uint8)
+        return b[:n].view(dtype).reshape(shape)
+
+    def clear(self) -> None:
+        self.bufs.clear()
+
+
+SCRATCH = Scratch()
