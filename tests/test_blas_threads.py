@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from irbuilder import single_op_model
+from threadutil import in_threads
 
 import irnorm
 from irnorm.errors import InputError
@@ -88,21 +88,12 @@ def test_restored_after_a_failing_run(tmp_path, two_threads):
 def test_concurrent_runs_restore_once_the_last_ends(tmp_path, two_threads):
     m = _matmul(tmp_path, k=64)
     a, b = np.ones((64, 64), np.float32), np.ones((64, 64), np.float32)
-    errors: list[BaseException] = []
 
-    def work():
-        try:
-            for _ in range(200):
-                np.testing.assert_array_equal(m.run({"a": a, "b": b})["y"], a @ b)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+    def work(_i: int) -> None:
+        for _ in range(200):
+            np.testing.assert_array_equal(m.run({"a": a, "b": b})["y"], a @ b)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert in_threads(work, 4) == []
     assert CTL.get_num_threads() == 2 and blas._state["depth"] == 0
 
 

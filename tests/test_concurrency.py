@@ -7,10 +7,10 @@ import hashlib
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 from conftest import SAMPLES
+from threadutil import in_threads
 
 import irnorm
 
@@ -24,23 +24,12 @@ def test_one_model_many_threads():
     # different shapes per thread too: a dynamic model must not share per-shape state
     xs = [rng.standard_normal((1 + i % 3, 16, 8 + i, 12)).astype(np.float32) * (i + 1) for i in range(8)]
     expected = [m.run({"x": x})["y"] for x in xs]
-    failures: list[str] = []
 
     def work(i: int) -> None:
-        try:
-            for _ in range(15):
-                y = m.run({"x": xs[i]})["y"]
-                if not np.array_equal(y, expected[i]):
-                    failures.append(f"thread {i}: wrong result")
-        except Exception as e:  # pragma: no cover - reported below
-            failures.append(f"thread {i}: {type(e).__name__}: {e}")
+        for _ in range(15):
+            np.testing.assert_array_equal(m.run({"x": xs[i]})["y"], expected[i])
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert failures == []
+    assert in_threads(work, 8) == []
 
 
 def test_outputs_are_fresh_arrays():
@@ -108,3 +97,12 @@ def test_forked_children_run_parallel_kernels():
                        env=env, timeout=240)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["tbb", "True"], (r.stdout, r.stderr[-2000:])
+
+
+def test_the_thread_helper_reports_failures():
+    """in_threads (tests/threadutil.py), which the concurrency tests rely on, reports what a thread raised."""
+    def work(i: int) -> None:
+        assert i != 2, "thread two fails"
+
+    errors = in_threads(work, 4)
+    assert len(errors) == 1 and errors[0].startswith("thread 2: AssertionError: thread two fails")

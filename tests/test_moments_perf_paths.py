@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from numba import njit
+from threadutil import in_threads
 
 from irnorm import reference as R
 from irnorm.kernels import moments as M
@@ -256,24 +257,14 @@ def test_recycler_alone() -> None:
 
 
 def test_concurrent_calls_get_their_own_outputs() -> None:
-    import threading
-
     xs = [np.random.default_rng(10 + i).standard_normal((32, 9000)).astype(np.float32) for i in range(4)]
     want = [M.normalize(x, [1], M.INSIDE_SQRT, 1e-5).copy() for x in xs]
-    bad: list[int] = []
 
     def work(i: int) -> None:
         for _ in range(15):
-            y = M.normalize(xs[i], [1], M.INSIDE_SQRT, 1e-5)
-            if y.tobytes() != want[i].tobytes():
-                bad.append(i)
+            assert M.normalize(xs[i], [1], M.INSIDE_SQRT, 1e-5).tobytes() == want[i].tobytes()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not bad
+    assert in_threads(work, 4) == []
 
 
 def test_recycler_lets_go_of_released_memory_beyond_its_cap() -> None:

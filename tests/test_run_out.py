@@ -6,12 +6,12 @@ and returned as the results."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from irbuilder import IRBuilder, Out
+from threadutil import in_threads
 
 import irnorm
 
@@ -213,22 +213,14 @@ def test_out_from_several_threads() -> None:
     spec = m.outputs[0]
     feeds = [_feed(m, s) for s in range(4)]
     wants = [m.run(f)[spec.name] for f in feeds]
-    errors: list[str] = []
 
     def worker(i: int) -> None:
         o = np.empty(spec.shape, spec.dtype)
         for _ in range(30):
             r = m.run(feeds[i], out=[o])
-            if r[spec.name] is not o or not np.array_equal(o, wants[i]):
-                errors.append(f"thread {i}: wrong result")
-                return
+            assert r[spec.name] is o and np.array_equal(o, wants[i]), "wrong result"
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    assert in_threads(worker, 4, timeout=60) == []
 
 
 def test_idle_pooled_buffers_count_against_max_memory(tmp_path: Path) -> None:

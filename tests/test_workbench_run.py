@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 from conftest import SAMPLES, load_npz
+from threadutil import in_threads
 
 import irnorm
 from irnorm.runtime.model import RunResult
@@ -120,20 +119,11 @@ def test_capture_on_a_dynamic_model():
 def test_hooked_runs_from_several_threads(chain):
     m, feeds = chain
     ref = m.run(feeds)
-    errors = []
 
-    def work():
-        try:
-            for _ in range(5):
-                res = m.run(feeds, capture=True, profile=True)
-                assert len(res.captures) == 3 and len(res.profile) == 2
-                assert all(np.array_equal(res[k], ref[k]) for k in ref)
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+    def work(_i: int) -> None:
+        for _ in range(5):
+            res = m.run(feeds, capture=True, profile=True)
+            assert len(res.captures) == 3 and len(res.profile) == 2
+            assert all(np.array_equal(res[k], ref[k]) for k in ref)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert in_threads(work, 4) == []

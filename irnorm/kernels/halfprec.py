@@ -20,59 +20,48 @@ from llvmlite import ir as llvm_ir
 from numba import types
 from numba.core.extending import intrinsic, overload
 
-
-@intrinsic
-def _half_bits_to_f32(typingctx, v):
-    """IEEE half bits (uint16) -> float32, exact (F16C vcvtph2ps when vectorized)."""
-    sig = types.float32(v)
-
-    def codegen(context, builder, signature, args):
-        return builder.fpext(builder.bitcast(args[0], llvm_ir.HalfType()), llvm_ir.FloatType())
-
-    return sig, codegen
+_I16, _I32 = llvm_ir.IntType(16), llvm_ir.IntType(32)
 
 
-@intrinsic
-def _f32_to_half_bits(typingctx, v):
-    """float32 -> IEEE half bits (uint16), round to nearest even, overflow to inf (vcvtps2ph)."""
-    sig = types.uint16(v)
+def _conversion(name: str, result: types.Type, emit, doc: str):
+    """A Numba intrinsic of one scalar argument returning `result`, its body `emit(builder, value)`."""
+    def typer(typingctx, v):
+        def codegen(context, builder, signature, args):
+            return emit(builder, args[0])
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(builder.fptrunc(args[0], llvm_ir.HalfType()), llvm_ir.IntType(16))
+        return result(v), codegen
 
-    return sig, codegen
-
-
-@intrinsic
-def _bf16_bits_to_f32(typingctx, v):
-    """bf16 bits (int16) -> float32, exact: the bits are the top half of a float32."""
-    sig = types.float32(v)
-
-    def codegen(context, builder, signature, args):
-        i32 = llvm_ir.IntType(32)
-        wide = builder.shl(builder.zext(args[0], i32), llvm_ir.Constant(i32, 16))
-        return builder.bitcast(wide, llvm_ir.FloatType())
-
-    return sig, codegen
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
 
 
-@intrinsic
-def _f32_to_bf16_bits(typingctx, v):
-    """float32 -> bf16 bits (int16), round to nearest even like ml_dtypes; NaN stays a quiet NaN."""
-    sig = types.int16(v)
+def _emit_f32_to_bf16(builder, v):
+    b = builder.bitcast(v, _I32)
+    top = builder.lshr(b, llvm_ir.Constant(_I32, 16))
+    lsb = builder.and_(top, llvm_ir.Constant(_I32, 1))
+    rounded = builder.lshr(builder.add(builder.add(b, llvm_ir.Constant(_I32, 0x7FFF)), lsb),
+                           llvm_ir.Constant(_I32, 16))
+    quiet = builder.or_(top, llvm_ir.Constant(_I32, 0x40))
+    isnan = builder.fcmp_unordered("uno", v, v)
+    return builder.trunc(builder.select(isnan, quiet, rounded), _I16)
 
-    def codegen(context, builder, signature, args):
-        i32 = llvm_ir.IntType(32)
-        b = builder.bitcast(args[0], i32)
-        top = builder.lshr(b, llvm_ir.Constant(i32, 16))
-        lsb = builder.and_(top, llvm_ir.Constant(i32, 1))
-        rounded = builder.lshr(builder.add(builder.add(b, llvm_ir.Constant(i32, 0x7FFF)), lsb),
-                               llvm_ir.Constant(i32, 16))
-        quiet = builder.or_(top, llvm_ir.Constant(i32, 0x40))
-        isnan = builder.fcmp_unordered("uno", args[0], args[0])
-        return builder.trunc(builder.select(isnan, quiet, rounded), llvm_ir.IntType(16))
 
-    return sig, codegen
+_half_bits_to_f32 = _conversion(
+    "_half_bits_to_f32", types.float32,
+    lambda b, v: b.fpext(b.bitcast(v, llvm_ir.HalfType()), llvm_ir.FloatType()),
+    "IEEE half bits (uint16) -> float32, exact (F16C vcvtph2ps when vectorized).")
+_f32_to_half_bits = _conversion(
+    "_f32_to_half_bits", types.uint16,
+    lambda b, v: b.bitcast(b.fptrunc(v, llvm_ir.HalfType()), _I16),
+    "float32 -> IEEE half bits (uint16), round to nearest even, overflow to inf (vcvtps2ph).")
+_bf16_bits_to_f32 = _conversion(
+    "_bf16_bits_to_f32", types.float32,
+    lambda b, v: b.bitcast(b.shl(b.zext(v, _I32), llvm_ir.Constant(_I32, 16)), llvm_ir.FloatType()),
+    "bf16 bits (int16) -> float32, exact: the bits are the top half of a float32.")
+_f32_to_bf16_bits = _conversion(
+    "_f32_to_bf16_bits", types.int16, _emit_f32_to_bf16,
+    "float32 -> bf16 bits (int16), round to nearest even like ml_dtypes; NaN stays a quiet NaN.")
 
 
 def load(v):  # pragma: no cover - only the overload below is ever called (inside jitted code)
