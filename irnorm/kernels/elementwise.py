@@ -31,6 +31,7 @@ from . import PARALLEL_MIN
 from .halfprec import load, store
 from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
+from .vmath import verf, vexp
 
 _BLOCK = 16384  # elements per task along the innermost dim
 _MAX_DIMS = 4
@@ -394,17 +395,17 @@ def _unary_block(code, x, o):
             o[i] = -x[i]
     elif code == EXP:
         for i in range(n):
-            o[i] = math.exp(x[i])
+            o[i] = vexp(x[i])
     elif code == LOG:
         for i in range(n):
             v = x[i]
             o[i] = math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
     elif code == ERF:
         for i in range(n):
-            o[i] = math.erf(x[i])
+            o[i] = verf(x[i])
     elif code == SIGMOID:
         for i in range(n):
-            o[i] = 1.0 / (1.0 + math.exp(-x[i]))
+            o[i] = 1.0 / (1.0 + vexp(-x[i]))
     else:
         for i in range(n):
             o[i] = math.tanh(x[i])

@@ -1,6 +1,6 @@
 """Softmax and log-softmax along the last axis of a 2-D row view, numerically stable (the row's
-maximum subtracted first), in float32 (float64 for f64 data); one parallel task per block of rows
-when the data is large enough."""
+maximum subtracted first), in float32 (float64 for f64 data); float32 rows use kernels/vmath.py's
+vectorized exp; one parallel task per block of rows when the data is large enough."""
 
 from __future__ import annotations
 
@@ -10,22 +10,37 @@ import numpy as np
 from numba import njit, prange
 
 from . import PARALLEL_MIN
+from .halfprec import cast_like
+from .vmath import vexp
 
 
-@njit(nogil=True, cache=True, inline="always", fastmath={"reassoc", "contract"}, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
+def _exp_row(x, out, r, m):
+    """out[r] = exp(x[r] - m).  No fastmath here: reassociation would undo vexp's rounding step."""
+    for j in range(x.shape[1]):
+        out[r, j] = vexp(x[r, j] - m)
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
+def _sum_row(out, r):
+    """The row's sum in float64, reassociated so that it vectorizes."""
+    s = 0.0
+    for j in range(out.shape[1]):
+        s += out[r, j]
+    return s
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _row(x, out, r, log):
     n = x.shape[1]
-    m = -np.inf
+    m = cast_like(-np.inf, x)  # in x's type: float32 rows take the vectorized exp
     for j in range(n):
         if x[r, j] > m:
             m = x[r, j]
-    if m == -np.inf or m != m:  # all -inf (a fully masked row) or NaN: let NaN arise as in the formula
-        m = 0.0 if m == -np.inf else m
-    s = 0.0
-    for j in range(n):
-        e = math.exp(x[r, j] - m)
-        out[r, j] = e
-        s += e
+    if m == -np.inf:  # all -inf (a fully masked row): let NaN arise as in the formula
+        m = cast_like(0.0, x)
+    _exp_row(x, out, r, m)
+    s = _sum_row(out, r)
     if log:
         ls = math.log(s) + m
         for j in range(n):

@@ -1,0 +1,139 @@
+"""kernels/vmath.py: the vectorizable float32 exp and erf, against float64 libm over their whole range,
+with the special values; float64 arguments keep libm exactly; the kernels built on them (softmax,
+sigmoid, Swish, Exp, Erf, the erf Gelu) against float64 formulas (the tanh Gelu and Mish:
+tests/test_ops_activation.py's one-exp test)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from numba import njit
+
+from irnorm.kernels.vmath import verf, vexp
+
+F32 = np.finfo(np.float32)
+
+
+@njit(error_model="numpy")
+def _exp_loop(x, o):
+    for i in range(x.shape[0]):
+        o[i] = vexp(x[i])
+
+
+@njit(error_model="numpy")
+def _erf_loop(x, o):
+    for i in range(x.shape[0]):
+        o[i] = verf(x[i])
+
+
+def _ulps(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
+    """|got - exact| in units of the last place of the float32 result (normal results only)."""
+    with np.errstate(over="ignore"):
+        r32 = ref64.astype(np.float32)
+    return np.abs(got.astype(np.float64) - ref64) / np.spacing(np.abs(r32)).astype(np.float64)
+
+
+def test_exp_within_one_ulp_over_the_float32_range():
+    x = np.linspace(-110.0, 95.0, 4_000_001, dtype=np.float32)
+    got = np.empty_like(x)
+    _exp_loop(x, got)
+    ref = np.exp(x.astype(np.float64))
+    normal = (ref > F32.tiny) & (ref < F32.max)
+    assert _ulps(got[normal], ref[normal]).max() < 1.0
+    # subnormal results: within one subnormal step; past the largest float32: inf; far below: 0
+    sub = (ref <= F32.tiny) & (ref > 0)
+    assert np.abs(got[sub].astype(np.float64) - ref[sub]).max() <= float(np.finfo(np.float32).smallest_subnormal)
+    assert np.all(np.isinf(got[ref >= 2.0 ** 128]))
+    assert np.all(got[x < -104.0] == 0)
+
+
+def test_exp_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.72284, -87.33655, 1e-30, -1e-30], np.float32)
+    got = np.empty_like(x)
+    _exp_loop(x, got)
+    assert got[0] == 1 and got[1] == 1 and got[2] == np.inf and got[3] == 0 and np.isnan(got[4])
+    assert np.isfinite(got[5]) and got[6] == np.inf  # the largest float32 result, then overflow
+    assert got[7] > 0 and got[8] == 1 and got[9] == 1
+
+
+def test_erf_accuracy_and_special_values():
+    x = np.concatenate([np.linspace(-6.0, 6.0, 1_000_001, dtype=np.float32),
+                        np.logspace(-37, 0, 20_001).astype(np.float32),
+                        -np.logspace(-37, 0, 20_001).astype(np.float32)])
+    got = np.empty_like(x)
+    _erf_loop(x, got)
+    ref = np.array([math.erf(float(v)) for v in x])
+    assert np.abs(got - ref).max() < 5e-7  # absolute: near +-1 a few float32 ulps
+    normal = np.abs(ref) > F32.tiny
+    assert _ulps(got[normal], ref[normal]).max() < 8  # relative, also near 0 where erf(x) ~ 2x/sqrt(pi)
+    assert np.array_equal(np.sign(got), np.sign(ref))
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 4.0, 100.0], np.float32)
+    out = np.empty_like(sp)
+    _erf_loop(sp, out)
+    assert out[0] == 0 and math.copysign(1, out[1]) == -1 and out[2] == 1 and out[3] == -1
+    assert np.isnan(out[4]) and out[5] == 1 and out[6] == 1
+
+
+def test_float64_arguments_keep_libm():
+    x = np.random.default_rng(3).standard_normal(1000) * 20
+    e, f = np.empty_like(x), np.empty_like(x)
+    _exp_loop(x, e)
+    _erf_loop(x, f)
+    assert e.tolist() == [math.exp(v) for v in x]
+    assert f.tolist() == [math.erf(v) for v in x]
+
+
+def test_float32_loops_call_no_libm_function():
+    """What makes them fast: no call to exp/erf left in the loop, so LLVM can vectorize it."""
+    x = np.ones(8, np.float32)
+    for fn in (_exp_loop, _erf_loop):
+        fn(x, np.empty_like(x))
+        ir = fn.inspect_llvm(fn.signatures[0])
+        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf)(?:f|\.f32)?\b", ir)
+        assert calls == [], calls
+
+
+@pytest.mark.parametrize("shape", [(260, 65), (3, 1), (2, 40000), (7, 1000)])
+def test_softmax_rows_against_float64(shape):
+    from irnorm.kernels.softmax import softmax_rows
+
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 8).astype(np.float32)
+    if shape[1] > 1:
+        x[0, :: max(1, shape[1] // 3)] = -np.inf  # masked entries
+    got = softmax_rows(x)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    ref = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-12)
+    log = softmax_rows(x, log=True)
+    fin = np.isfinite(x)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(log[fin], np.log(ref)[fin], rtol=2e-6, atol=2e-6)
+
+
+def test_activations_on_vmath_against_float64():
+    from irnorm import reference as R
+    from irnorm.kernels import activation as A
+    from irnorm.kernels import elementwise as E
+    from irnorm.kernels.opcodes import ERF, EXP, SIGMOID
+
+    # float32 arguments of exp carry their own rounding (|arg| * 2**-24 relative in exp(arg)): hence
+    # the range and the tolerance
+    x = np.concatenate([np.linspace(-20, 20, 200_001), [0.0, -0.0]]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        cases = [
+            (A.unary(A.CODES["swish"], x, 1.3), x64 / (1 + np.exp(-1.3 * x64)), 4e-6),
+            (E.unary(EXP, x), np.exp(x64), 1.2e-7),
+            (E.unary(SIGMOID, x), 1 / (1 + np.exp(-x64)), 4e-6),
+        ]
+    for got, ref, rtol in cases:
+        np.testing.assert_allclose(got, ref, rtol=rtol, atol=1e-30)
+    # erf and the erf Gelu: a few float32 ulps absolute (near erf = -1 the Gelu's 1 + erf cancels,
+    # in any float32 evaluation of the formula)
+    np.testing.assert_allclose(E.unary(ERF, x), [math.erf(v) for v in x64], rtol=0, atol=5e-7)
+    np.testing.assert_allclose(A.unary(A.CODES["gelu_erf"], x), R.gelu(x64), rtol=2e-6, atol=3e-7 * 20)
