@@ -348,3 +348,107 @@ def test_bias_activation_kernel_on_the_pool(code_name, with_bias):
     want = activation.unary(code, y + b[:, None, None] if with_bias else y, 1.25, 0.0)
     got = activation.bias_activation(y.copy(), b, code, 1.25, 0.0)
     np.testing.assert_array_equal(got, want)
+
+
+def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True):
+    """A MatMul (constant weights unless const_b is False), then optionally an Add of `bias` along the
+    last axis and an activation: how exports write a linear layer."""
+    k, n = 12, 10
+    shape = [2, 5, k]
+    x = op1.parameter([-1, -1, k] if dynamic else shape, dtype, name="x")
+    params = [x]
+    if const_b:
+        w = rng.standard_normal([n, k] if transpose_b else [k, n]).astype(dtype)
+        b_in = op1.constant(w)
+    else:
+        b_in = op1.parameter([k, n], dtype, name="w")
+        params.append(b_in)
+    y = op1.matmul(x, b_in, False, transpose_b)
+    if bias == "last":
+        y = op1.add(y, op1.constant(rng.standard_normal(n).astype(dtype)))
+    elif bias == "last_padded":  # [1, 1, N] on the left: same values
+        y = op1.add(op1.constant(rng.standard_normal([1, 1, n]).astype(dtype)), y)
+    elif bias == "scalar":
+        y = op1.add(y, op1.constant(np.array(-0.5, dtype)))
+    if act == "gelu":
+        y = op7.gelu(y, "erf")
+    elif act == "gelu_tanh":
+        y = op7.gelu(y, "tanh")
+    elif act == "relu":
+        y = op1.relu(y)
+    elif act == "swish":
+        y = op4.swish(y)
+    return _model(_named(y, "y"), params), shape, [k, n]
+
+
+@pytest.mark.parametrize("act, bias, dtype, dynamic, transpose_b, const_b", [
+    ("gelu", "last", np.float32, False, False, True),
+    (None, "last", np.float32, True, True, True),
+    ("gelu_tanh", "last_padded", np.float32, False, False, True),
+    ("relu", None, np.float64, False, True, True),
+    ("swish", "scalar", np.float32, True, False, True),
+    (None, "last", np.float32, False, False, False),
+    ("gelu", "last", np.float64, True, False, True),
+])
+def test_matmul_bias_activation_is_one_step(tmp_path, act, bias, dtype, dynamic, transpose_b, const_b):
+    """A linear layer's bias and activation run in place on the product: bit-identical to the layers,
+    static and dynamic, with constant or run-time weights, and equal to OpenVINO's results."""
+    rng = np.random.default_rng(11 + len(act or "") + len(bias or ""))
+    model, shape, wshape = _linear_net(act, bias, dtype, dynamic, rng, transpose_b, const_b)
+    xml = save(model, tmp_path, "l")
+    label = "+".join(["MatMul"] + (["Add"] if bias else []) +
+                     ([{"gelu": "Gelu", "gelu_tanh": "Gelu", "relu": "Relu", "swish": "Swish"}[act]] if act else []))
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == [label]
+    feeds = [rng.standard_normal(shape).astype(dtype)]
+    feeds[0].reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    if dynamic:
+        feeds.append(rng.standard_normal([3, 700, shape[-1]]).astype(dtype))  # past PARALLEL_MIN: parallel rows
+    w = {} if const_b else {"w": rng.standard_normal(wshape).astype(dtype)}
+    for feed in feeds:
+        np.testing.assert_array_equal(fused.run({"x": feed, **w})["y"], plain.run({"x": feed, **w})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype), **w})
+
+
+@pytest.mark.parametrize("case", ["middle_axis_bias", "residual", "used_twice", "f16", "integer"])
+def test_matmul_is_left_alone(tmp_path, case):
+    """A bias varying along another axis, a non-constant Add, a product used twice, f16 or integer data:
+    no MatMul fusion."""
+    rng = np.random.default_rng(4)
+    dtype = {"f16": np.float16, "integer": np.int32}.get(case, np.float32)
+    x = op1.parameter([2, 3, 4], dtype, name="x")
+    mm = op1.matmul(x, op1.constant((rng.standard_normal([4, 4]) * 3).astype(dtype)), False, False)
+    if case == "middle_axis_bias":
+        y = op1.relu(op1.add(mm, op1.constant(rng.standard_normal([3, 1]).astype(dtype))))
+    elif case == "residual":
+        y = op1.relu(op1.add(mm, x))
+    elif case == "used_twice":
+        y = op1.add(op1.relu(op1.add(mm, op1.constant(np.ones([4], dtype)))), mm)
+    else:
+        y = op1.relu(op1.add(mm, op1.constant(np.ones([4], dtype))))
+    xml = save(_model([_named(y, "y")], [x]), tmp_path, "m")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert all(not label.startswith("MatMul") for label, _ in fused.fused_steps), fused.fused_steps
+    feed = {"x": (rng.standard_normal([2, 3, 4]) * 3).astype(dtype)}
+    got, want = fused.run(feed), plain.run(feed)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
+@pytest.mark.parametrize("code_name, with_bias", [("gelu_erf", True), ("relu", False), (None, True)])
+def test_bias_activation_last_kernel(code_name, with_bias):
+    """The last-axis in-place kernel, serial and parallel: bit-identical to an Add followed by the
+    activation kernel."""
+    from irnorm.kernels import PARALLEL_MIN, activation
+
+    rng = np.random.default_rng(6)
+    for shape in [(3, 7), (4, 300, 40)]:
+        y = rng.standard_normal(shape).astype(np.float32)
+        b = rng.standard_normal(shape[-1]).astype(np.float32) if with_bias else None
+        code = activation.CODES[code_name] if code_name else -1
+        added = y + b if with_bias else y
+        want = activation.unary(code, added) if code >= 0 else added
+        got = activation.bias_activation_last(y.copy(), b, code)
+        np.testing.assert_array_equal(got, want)
+    assert y.size >= PARALLEL_MIN

@@ -345,6 +345,47 @@ def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float
     return y
 
 
+@njit(**_JIT)
+def _bias_act_cols(code, y, bias, r0, r1, p0, p1, k):
+    """Rows r0..r1-1 of y [M, N]: += bias[column] (when bias has N values), then activation `code`
+    (none when negative)."""
+    for r in range(r0, r1):
+        row = y[r]
+        if bias.shape[0]:
+            for i in range(row.shape[0]):
+                row[i] += bias[i]
+        if code >= 0:
+            _apply(code, row, row, p0, p1, k)
+
+
+@njit(parallel=True, **_JIT)
+def _bias_act_cols_parallel(code, y, bias, p0, p1, k, tasks):
+    rows = y.shape[0]
+    for t in prange(tasks):
+        _bias_act_cols(code, y, bias, t * rows // tasks, (t + 1) * rows // tasks, p0, p1, k)
+
+
+def bias_activation_last(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float = 0.0, p1: float = 0.0
+                         ) -> np.ndarray:
+    """In place on y [..., N] (f32 or f64, C-contiguous, owned by the caller): y + bias[n] (one value per
+    last-axis position, y's dtype), then activation `code` (-1: none) -- how a MatMul's bias and
+    activation arrive.  Bit-identical to the Add layer and the activation layer run one after the other."""
+    if y.size == 0:
+        return y
+    if code < 0:
+        if bias is not None:
+            np.add(y, bias, out=y)  # the Add layer's own operation
+        return y
+    rows = y.reshape(-1, y.shape[-1])
+    b = np.zeros(0, y.dtype) if bias is None else bias
+    ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
+    if y.size >= PARALLEL_MIN and rows.shape[0] > 1:
+        _bias_act_cols_parallel(code, rows, b, ftype(p0), ftype(p1), k, min(rows.shape[0], 64))
+    else:
+        _bias_act_cols(code, rows, b, 0, rows.shape[0], ftype(p0), ftype(p1), k)
+    return y
+
+
 # ---- PRelu with one slope per channel -------------------------------------------------------------
 
 

@@ -397,46 +397,55 @@ _BIASED = {("Convolution", 1), ("GroupConvolution", 1), ("ConvolutionBackpropDat
            ("GroupConvolutionBackpropData", 1)}
 
 
-def _channel_values(const: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
-    """A constant that broadcasts to data of `shape` varying at most along axis 1: its C values (a single
-    value repeated), else None."""
-    if const is None or not _keeps_shape(const, shape) or shape[1] == -1:
+def _axis_values(const: np.ndarray | None, shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """A constant that broadcasts to data of `shape` varying at most along `axis` (static there): its
+    values along that axis (a single value repeated), else None."""
+    if const is None or not _keeps_shape(const, shape) or shape[axis] == -1:
         return None
+    axis %= len(shape)
     padded = const.reshape((1,) * (len(shape) - const.ndim) + const.shape)
-    if any(d != 1 for a, d in enumerate(padded.shape) if a != 1):
+    if any(d != 1 for a, d in enumerate(padded.shape) if a != axis):
         return None
-    return np.ascontiguousarray(np.broadcast_to(padded.reshape(-1), (shape[1],)))
+    return np.ascontiguousarray(np.broadcast_to(padded.reshape(-1), (shape[axis],)))
+
+
+def _bias_and_activation(fc: FuseContext, node: Node, axis: int) -> tuple[list[Node], Any, int, float, float]:
+    """What follows a producer `node` of f32/f64 data: an Add of a constant varying only along `axis`
+    (its values, in the data's type) and/or an activation with constant parameters (its kernel code and
+    parameters); each swallowed value has this one consumer.  (covered layers, bias, code, p0, p1)."""
+    from ..ops.activation import _Activation
+
+    y = node.outputs[0]
+    nodes, bias = [node], None
+    hit = fc.sole_consumer(node, ("Add",))
+    if hit is not None and _binary_numpy(hit[0]):
+        bias = _axis_values(fc.const(fc.other_operand(hit[0], hit[1])), y.shape, axis)
+        if bias is not None:
+            nodes.append(hit[0])
+            bias = bias.astype(ELEMENT_TYPES[y.dtype])
+    code, p0, p1 = -1, 0.0, 0.0
+    users = fc.consumers.get((nodes[-1].index, 0), [])
+    if len(users) == 1 and users[0][1] == 0 and (nodes[-1].index, 0) not in fc.keep:
+        user = fc.graph.nodes[users[0][0]]
+        params = [fc.const(tuple(s)) if s is not None else None for s in user.sources[1:]]
+        if isinstance(user.op, _Activation) and all(p is not None for p in params):
+            ctx = NodeContext(user.layer, user.attrs, [fc.info(tuple(s)) for s in user.sources], 1)
+            code, p0, p1 = user.op.fused_form(ctx, ELEMENT_TYPES[y.dtype], params)
+            nodes.append(user)
+    return nodes, bias, code, p0, p1
 
 
 def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     """A convolution with constant weights -> Add of a per-channel constant -> an activation (either
     may be missing, not both), on f32/f64 data: the bias and the activation run in place on the
     product, in one pass (how exports write every convolution with a bias and its ReLU/Swish/HSwish)."""
-    from ..ops.activation import _Activation
-
     if (node.op_type, node.op.version) not in _BIASED or any(s is None or fc.const(tuple(s)) is None
                                                               for s in node.sources[1:]):
         return None
     y = node.outputs[0]
     if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 3:
         return None
-    nodes, bias = [node], None
-    hit = fc.sole_consumer(node, ("Add",))
-    if hit is not None and _binary_numpy(hit[0]):
-        bias = _channel_values(fc.const(fc.other_operand(hit[0], hit[1])), y.shape)
-        if bias is not None:
-            nodes.append(hit[0])
-            bias = bias.astype(ELEMENT_TYPES[y.dtype])
-    act, code, p0, p1 = None, -1, 0.0, 0.0
-    users = fc.consumers.get((nodes[-1].index, 0), [])
-    if len(users) == 1 and users[0][1] == 0 and (nodes[-1].index, 0) not in fc.keep:
-        user = fc.graph.nodes[users[0][0]]
-        params = [fc.const(tuple(s)) if s is not None else None for s in user.sources[1:]]
-        if isinstance(user.op, _Activation) and all(p is not None for p in params):
-            act = user
-            ctx = NodeContext(user.layer, user.attrs, [fc.info(tuple(s)) for s in user.sources], 1)
-            code, p0, p1 = user.op.fused_form(ctx, ELEMENT_TYPES[y.dtype], params)
-            nodes.append(act)
+    nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, 1)
     if len(nodes) == 1:
         return None
     ins = [fc.info(tuple(s)) for s in node.sources]
@@ -451,8 +460,30 @@ def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     return Fusion(nodes, [tuple(node.sources[0])], run, "+".join(n.op_type for n in nodes))
 
 
+def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
+    """MatMul -> Add of a constant along the last axis -> an activation (either may be missing, not
+    both), on f32/f64 data: the bias and the activation run in place on the product (how exports write
+    every linear layer, and a transformer MLP's Gelu)."""
+    if node.op_type != "MatMul" or any(s is None for s in node.sources):
+        return None
+    y = node.outputs[0]
+    if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 2:
+        return None
+    nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, -1)
+    if len(nodes) == 1:
+        return None
+    matmul = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
+    from ..kernels.activation import bias_activation_last
+
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        (out,) = matmul(xs)  # a fresh array of the product: the bias and activation go in place
+        return [bias_activation_last(out, bias, code, p0, p1)]
+
+    return Fusion(nodes, [tuple(s) for s in node.sources], run, "+".join(n.op_type for n in nodes))
+
+
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
-                                scale_chain)
+                                matmul_bias_activation, scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
