@@ -132,12 +132,17 @@ class _Binary(Op):
     def build(self, ctx: NodeContext) -> Kernel:
         none = ctx.attrs["auto_broadcast"] == "none"
         layer = ctx.layer
+        checked: set[tuple] = set()  # shape pairs already found to fit
 
         def run(ins):
             a, b = ins
-            if none:
-                _check_none(layer, [a.shape, b.shape])
-            _check_broadcast(layer, [a.shape, b.shape])
+            key = (a.shape, b.shape)
+            if key not in checked:
+                if none:
+                    _check_none(layer, [a.shape, b.shape])
+                _check_broadcast(layer, [a.shape, b.shape])
+                if len(checked) < 64:
+                    checked.add(key)
             try:
                 return [self.compute(a, b)]
             except ZeroDivisionError:

@@ -148,9 +148,12 @@ def gather(data: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int) -> np.
     b = batch_dims
     out_shape = gather_shape(data.shape, idx.shape, axis, b)
     n = data.shape[axis]
+    if b == 0 and n and (idx.dtype.kind == "i" or idx.dtype.itemsize < 8):  # (u64 may not fit intp)
+        try:  # the common case (embeddings, shape plumbing): one fresh take, which range-checks for us
+            return np.take(data, idx, axis=axis)  # (negative indices in [-n, 0) count from the end, as here)
+        except IndexError:
+            pass  # some index out of range: those give 0, below
     ix = np.asarray(idx).astype(np.int64, copy=False)
-    if b == 0 and n and ix.size and 0 <= ix.min() and ix.max() < n:
-        return np.take(data, ix, axis=axis)  # the common case (embeddings, shape plumbing): one fresh take
     ix = np.where(ix < 0, ix + n, ix)
     valid = (ix >= 0) & (ix < n)
     if n == 0 or not valid.any():
@@ -215,11 +218,17 @@ class _GatherBase(Op):
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
+        memo: dict[tuple, tuple[int, int]] = {}  # (data shape, indices shape, axis bytes) -> checked (axis, b)
 
         def run(ins):
             data, idx, ax = ins
-            axis, b = _checked(layer, self._params, ctx, data.shape, idx.shape, int(np.asarray(ax).reshape(-1)[0]))
-            return [gather(data, idx, axis, b)]
+            key = (data.shape, idx.shape, np.asarray(ax).tobytes())
+            params = memo.get(key)
+            if params is None:
+                params = _checked(layer, self._params, ctx, data.shape, idx.shape, int(np.asarray(ax).reshape(-1)[0]))
+                if len(memo) < 64:
+                    memo[key] = params
+            return [gather(data, idx, *params)]
 
         return run
 
@@ -666,12 +675,20 @@ class _BroadcastBase(Op):
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
         mode = ctx.attrs["mode"]
+        explicit = mode == "explicit"
+        memo: dict[tuple, tuple] = {}  # (data shape, target bytes, mapping bytes) -> (checked shape, mapping)
 
         def run(ins):
-            data, target = ins[0], [int(v) for v in ins[1].reshape(-1)]
-            mapping = [int(a) for a in ins[2].reshape(-1)] if mode == "explicit" else None
-            shape = _checked(layer, broadcast_target_shape, data.shape, target, mode, mapping)
-            return [broadcast(data, shape, mode, mapping)]
+            data = ins[0]
+            key = (data.shape, ins[1].tobytes(), ins[2].tobytes() if explicit else b"")
+            hit = memo.get(key)
+            if hit is None:
+                target = [int(v) for v in ins[1].reshape(-1)]
+                mapping = [int(a) for a in ins[2].reshape(-1)] if explicit else None
+                hit = (_checked(layer, broadcast_target_shape, data.shape, target, mode, mapping), mapping)
+                if len(memo) < 64:
+                    memo[key] = hit
+            return [broadcast(data, hit[0], mode, hit[1])]
 
         return run
 
