@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..ir.attrs import AttrSchema, optional, parse_bool
-from ..ir.dtypes import FLOAT_TYPES, cast, compute_dtype
+from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, cast, compute_dtype
 from .base import Kernel, NodeContext, Op, TensorInfo, broadcast_shape, fail, fmt_shape, register, runtime_error
 
 
@@ -82,26 +82,40 @@ class ScaledDotProductAttention(Op):
                     causal_masks[key] = m
             return m
 
+        dt = ELEMENT_TYPES[ctx.inputs[0].dtype]
+        cdt = compute_dtype(dt)
+        zero, minus_inf = cdt.type(0), cdt.type(-np.inf)
+        # a constant scale (what exports write) is read once
+        sc = ctx.inputs[4].value if len(ctx.inputs) > 4 else None
+        fixed_scale = cdt.type(float(np.asarray(sc).reshape(-1)[0])) if sc is not None else None
+
         def run(ins):
-            q, k, v = ins[:3]
-            cdt = compute_dtype(q.dtype)
-            qc, kc, vc = (np.asarray(a, dtype=cdt) for a in (q, k, v))
-            scale = (float(np.asarray(ins[4]).reshape(-1)[0]) if len(ins) > 4
-                     else 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0)
+            q, k, v = ins[0], ins[1], ins[2]
+            if dt != cdt:
+                q, k, v = q.astype(cdt), k.astype(cdt), v.astype(cdt)
+            if fixed_scale is not None:
+                scale = fixed_scale
+            elif len(ins) > 4:
+                scale = cdt.type(float(np.asarray(ins[4]).reshape(-1)[0]))
+            else:
+                scale = cdt.type(1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0)
             try:
-                scores = np.matmul(qc, np.swapaxes(kc, -1, -2))
-                scores *= cdt.type(scale)
+                scores = np.matmul(q, np.swapaxes(k, -1, -2))  # a fresh C-contiguous array
+                scores *= scale
                 L, S = scores.shape[-2:]
                 if causal:
                     scores += causal_mask(L, S, cdt)
                 elif len(ins) > 3:
                     m = ins[3]
-                    add = np.where(m, cdt.type(0), cdt.type(-np.inf)) if m.dtype == np.bool_ else m.astype(cdt)
-                    scores = scores + add
-                probs = softmax_rows(np.ascontiguousarray(scores).reshape(-1, S), False).reshape(scores.shape)
-                out = np.matmul(probs, vc)
+                    add = np.where(m, zero, minus_inf) if m.dtype == np.bool_ else m.astype(cdt, copy=False)
+                    if np.broadcast_shapes(add.shape, scores.shape) == scores.shape:
+                        scores += add
+                    else:  # the mask's batch dims widen the scores
+                        scores = scores + add
+                probs = softmax_rows(scores.reshape(-1, S), False).reshape(scores.shape)
+                out = np.matmul(probs, v)
             except ValueError as e:  # batch dims or a mask that do not broadcast at these shapes
                 raise runtime_error(layer, f"shapes do not fit: {e}") from None
-            return [cast(out, q.dtype)]
+            return [out if out.dtype == dt else cast(out, dt)]
 
         return run
