@@ -305,18 +305,43 @@ def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndar
 # ---- a producer's per-channel bias and activation, in place -------------------------------------
 
 
+_ACT_CHUNK = 1024  # elements staged per activation call: an L1-sized buffer
+
+
+@njit(**_JIT)
+def _add_activate(code, row, bias, b, per_element, buf, p0, p1, k):
+    """row[i] = f(row[i] + bias) in place, chunk by chunk through `buf`: the activation reads the buffer
+    and writes the row, two distinct arrays, so its loop vectorizes (on one array passed as both input
+    and output, LLVM's run-time overlap check sends every element down the scalar loop).  The bias is
+    bias[i] when per_element, else the scalar b; code < 0: no activation."""
+    n = row.shape[0]
+    for s in range(0, n, _ACT_CHUNK):
+        m = min(_ACT_CHUNK, n - s)
+        seg = row[s: s + m]
+        staged = buf[:m]
+        if per_element:
+            part = bias[s: s + m]
+            for i in range(m):
+                staged[i] = seg[i] + part[i]
+        else:
+            for i in range(m):
+                staged[i] = seg[i] + b
+        if code >= 0:
+            _apply(code, staged, seg, p0, p1, k)
+        else:
+            seg[:] = staged
+
+
 @njit(**_JIT)
 def _bias_act_rows(code, y, bias, c_count, r0, r1, p0, p1, k):
     """Rows r0..r1-1 of y [N*C, inner]: += bias[channel] (when bias has C values), then activation
     `code` (none when negative)."""
+    buf = np.empty(min(_ACT_CHUNK, y.shape[1]), y.dtype)
+    zero = k[0]
     for r in range(r0, r1):
-        row = y[r]
-        if bias.shape[0]:
-            b = bias[r % c_count]
-            for i in range(row.shape[0]):
-                row[i] += b
-        if code >= 0:
-            _apply(code, row, row, p0, p1, k)
+        b = bias[r % c_count] if bias.shape[0] else zero
+        if bias.shape[0] or code >= 0:
+            _add_activate(code, y[r], bias, b, False, buf, p0, p1, k)
 
 
 @njit(parallel=True, **_JIT)
@@ -349,13 +374,10 @@ def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float
 def _bias_act_cols(code, y, bias, r0, r1, p0, p1, k):
     """Rows r0..r1-1 of y [M, N]: += bias[column] (when bias has N values), then activation `code`
     (none when negative)."""
+    buf = np.empty(min(_ACT_CHUNK, y.shape[1]), y.dtype)
+    per_element = bias.shape[0] > 0
     for r in range(r0, r1):
-        row = y[r]
-        if bias.shape[0]:
-            for i in range(row.shape[0]):
-                row[i] += bias[i]
-        if code >= 0:
-            _apply(code, row, row, p0, p1, k)
+        _add_activate(code, y[r], bias, k[0], per_element, buf, p0, p1, k)
 
 
 @njit(parallel=True, **_JIT)
