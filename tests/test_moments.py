@@ -388,3 +388,27 @@ def test_affine_with_extreme_weights_matches_the_unfused_formula(spread: float, 
     assert finite[:4].any() and np.array_equal(np.isfinite(y), finite), (y, want)
     np.testing.assert_allclose(y[finite], want[finite], rtol=1e-5, atol=0)
     assert np.all(np.sign(y[~finite]) == np.sign(want[~finite]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=["f32", "f16", "f64"])
+@pytest.mark.parametrize("shape,axes,label", LAYOUTS[:8], ids=[t[2] for t in LAYOUTS[:8]])
+def test_bound_normalizer_is_normalize(shape, axes, label, dtype) -> None:
+    """A normalizer bound to a shape (what layers keep per input shape) gives normalize's bits, call after
+    call on new data, with an affine and with a widened output type."""
+    run = M.normalizer(shape, np.dtype(dtype), axes, M.INSIDE_SQRT, 1e-5)
+    widened = M.normalizer(shape, np.dtype(dtype), axes, M.INSIDE_SQRT, 1e-5, out_dtype=np.float64)
+    for seed in (1, 2):
+        x = rand(shape, dtype, seed=seed, loc=0.3, std=1.7)
+        got = run(x)
+        assert got.dtype == np.dtype(dtype) and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, M.normalize(x, axes, M.INSIDE_SQRT, 1e-5))
+        np.testing.assert_array_equal(widened(x), M.normalize(x, axes, M.INSIDE_SQRT, 1e-5, out_dtype=np.float64))
+    # rows layouts with a per-element affine (how a LayerNorm's scale and bias reach the engine)
+    if len(axes) == 1 and axes[0] == len(shape) - 1:
+        n = shape[-1]
+        rng = np.random.default_rng(0)
+        scale, bias = rng.standard_normal(n), rng.standard_normal(n)
+        bound = M.normalizer(shape, np.dtype(dtype), axes, M.INSIDE_SQRT, 1e-5, scale=scale, bias=bias, seg_len=1)
+        x = rand(shape, dtype, seed=7)
+        np.testing.assert_array_equal(bound(x), M.normalize(x, axes, M.INSIDE_SQRT, 1e-5, scale=scale, bias=bias,
+                                                            seg_len=1))

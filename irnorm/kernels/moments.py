@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -650,34 +651,73 @@ def normalize(
     Returns y (and, with want_stats, the (outer, inner) float64 shift and mult arrays).
     The result never shares memory with `x`.
     """
+    if not want_stats:
+        return normalizer(x.shape, x.dtype, axes, mode, eps, center=center, scale=scale, bias=bias, o_mod=o_mod,
+                          seg_len=seg_len, out_dtype=out_dtype)(x)
     out_dtype = x.dtype if out_dtype is None else np.dtype(out_dtype)
     p = _plan(x.shape, x.dtype, tuple(axes), seg_len, o_mod, out_dtype)
     cdt = p.cdt
     scale = _const_vector(1.0, cdt, p.n_aff) if scale is None else _vector(scale, cdt)
     bias = _const_vector(0.0, cdt, p.n_aff) if bias is None else _vector(bias, cdt)
-    if want_stats:
-        shift_out = np.zeros((p.outer, p.inner), np.float64)
-        mult_out = np.zeros((p.outer, p.inner), np.float64)
-    else:
-        shift_out = mult_out = _NO_STATS
+    shift_out = np.zeros((p.outer, p.inner), np.float64)
+    mult_out = np.zeros((p.outer, p.inner), np.float64)
     if x.size == 0:
-        y = np.empty(x.shape, out_dtype)
-        return (y, shift_out, mult_out) if want_stats else y
+        return np.empty(x.shape, out_dtype), shift_out, mult_out
+    xk, y, yk = _operands(x, p)
+    if p.block == 0:
+        p.kern(xk.reshape(p.kshape), yk.reshape(p.kshape), center, mode, eps, scale, bias, o_mod, p.seg_len,
+               True, shift_out.reshape(-1), mult_out.reshape(-1))
+    else:
+        p.kern(xk.reshape(p.kshape), yk.reshape(p.kshape), center, mode, eps, scale, bias, o_mod, p.seg_len,
+               p.block, True, shift_out, mult_out)
+    return _result(y, p, out_dtype), shift_out, mult_out
+
+
+def _operands(x: np.ndarray, p: _Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x as the kernel reads it (reduced axes last when the plan transposes), the output array and
+    its kernel view."""
     xc = x.transpose(p.perm) if p.perm is not None else x
     xk = _kernel_view(xc if xc.flags.c_contiguous else np.ascontiguousarray(xc))
     if xk is None:  # integer or other data: widen once
-        xk = np.ascontiguousarray(xc, dtype=cdt)
+        xk = np.ascontiguousarray(xc, dtype=p.cdt)
     y = OUTPUTS.empty(xk.shape, p.y_dtype)  # recycled once released (or the caller's out= array)
-    yk = _kernel_view(y)
-    if p.block == 0:
-        s1, m1 = (shift_out.reshape(-1), mult_out.reshape(-1)) if want_stats else (_NO_STATS[0], _NO_STATS[0])
-        p.kern(xk.reshape(p.kshape), yk.reshape(p.kshape), center, mode, eps, scale, bias, o_mod, p.seg_len,
-               want_stats, s1, m1)
-    else:
-        p.kern(xk.reshape(p.kshape), yk.reshape(p.kshape), center, mode, eps, scale, bias, o_mod, p.seg_len,
-               p.block, want_stats, shift_out, mult_out)
+    return xk, y, _kernel_view(y)
+
+
+def _result(y: np.ndarray, p: _Plan, out_dtype: np.dtype) -> np.ndarray:
     if p.inv_perm is not None:
         y = y.transpose(p.inv_perm)
     if y.dtype != out_dtype or not y.flags.c_contiguous:
         y = np.ascontiguousarray(y).astype(out_dtype, copy=False)
-    return (y, shift_out, mult_out) if want_stats else y
+    return y
+
+
+def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode: int, eps: float, *,
+               center: bool = True, scale: np.ndarray | None = None, bias: np.ndarray | None = None,
+               o_mod: int = 1, seg_len: int | None = None, out_dtype: np.dtype | None = None
+               ) -> Callable[[np.ndarray], np.ndarray]:
+    """``normalize`` (without statistics) for inputs of exactly this shape and dtype, with everything
+    that depends only on them decided now: the function returned does the kernel call and little
+    else.  A layer keeps one per input shape; on a small tensor the decisions cost more than the
+    normalization."""
+    out_dtype = np.dtype(x_dtype if out_dtype is None else out_dtype)
+    p = _plan(tuple(shape), np.dtype(x_dtype), tuple(axes), seg_len, o_mod, out_dtype)
+    cdt = p.cdt
+    sv = _const_vector(1.0, cdt, p.n_aff) if scale is None else _vector(scale, cdt)
+    bv = _const_vector(0.0, cdt, p.n_aff) if bias is None else _vector(bias, cdt)
+    kern, kshape, seg, block = p.kern, p.kshape, p.seg_len, p.block
+    plain = p.perm is None and p.y_dtype == out_dtype  # no transpose, no conversion of the result
+    stats = _NO_STATS[0]
+
+    def run(x: np.ndarray) -> np.ndarray:
+        if x.size == 0:
+            return np.empty(x.shape, out_dtype)
+        xk, y, yk = _operands(x, p)
+        if block == 0:
+            kern(xk.reshape(kshape), yk.reshape(kshape), center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+        else:
+            kern(xk.reshape(kshape), yk.reshape(kshape), center, mode, eps, sv, bv, o_mod, seg, block, False,
+                 _NO_STATS, _NO_STATS)
+        return y if plain else _result(y, p, out_dtype)
+
+    return run

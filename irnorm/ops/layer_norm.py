@@ -140,13 +140,20 @@ def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarr
     if x.size == 0:
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, want_stats=want_stats)
     cdt = compute_dtype(x.dtype)
-    plan = _NO_PLAN if memo is None else memo.get(x.shape, _NO_PLAN)
+    key = (x.shape, x.dtype)
+    plan = _NO_PLAN if memo is None else memo.get(key, _NO_PLAN)
     if plan is _NO_PLAN:
         plan = affine_tables(x.shape, axes, [scale, bias])
+        if plan is not None and memo is not None:  # the kernel call bound to this shape, for the next calls
+            (ts, tb), o_mod, seg_len = plan
+            plan = plan + (moments.normalizer(x.shape, x.dtype, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb,
+                                              o_mod=o_mod, seg_len=seg_len, out_dtype=x.dtype),)
         if memo is not None and len(memo) < 32:
-            memo[x.shape] = plan
+            memo[key] = plan
+    if plan is not None and not want_stats and len(plan) == 4:
+        return plan[3](x)
     if plan is not None:
-        (ts, tb), o_mod, seg_len = plan
+        (ts, tb), o_mod, seg_len = plan[:3]
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb, o_mod=o_mod,
                                  seg_len=seg_len, out_dtype=x.dtype, want_stats=want_stats)
     res = moments.normalize(x, axes, moments.INSIDE_SQRT, eps, out_dtype=cdt, want_stats=want_stats)
