@@ -124,6 +124,7 @@ def affine_tables(shape: tuple[int, ...], axes: list[int], params: Sequence[np.n
     return tables, max(o_mod, 1), max(seg_len, 1)
 
 
+_BOUND = "bound"  # memo key suffix of a layer's bound normalizer
 _NO_PLAN = object()
 
 
@@ -135,25 +136,27 @@ def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarr
     (in the compute dtype, rounding once to x's dtype).  `memo`: a dict the caller keeps for constant
     scale/bias, caching the affine tables by x's shape (planning them costs more than normalizing a
     small tensor)."""
+    key = (x.shape, x.dtype)
+    if memo is not None and not want_stats:
+        bound = memo.get(key + (_BOUND,))  # the kernel call bound to this shape (below)
+        if bound is not None:
+            return bound(x)
     from ..kernels import moments
 
     if x.size == 0:
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, want_stats=want_stats)
     cdt = compute_dtype(x.dtype)
-    key = (x.shape, x.dtype)
     plan = _NO_PLAN if memo is None else memo.get(key, _NO_PLAN)
     if plan is _NO_PLAN:
         plan = affine_tables(x.shape, axes, [scale, bias])
-        if plan is not None and memo is not None:  # the kernel call bound to this shape, for the next calls
-            (ts, tb), o_mod, seg_len = plan
-            plan = plan + (moments.normalizer(x.shape, x.dtype, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb,
-                                              o_mod=o_mod, seg_len=seg_len, out_dtype=x.dtype),)
         if memo is not None and len(memo) < 32:
             memo[key] = plan
-    if plan is not None and not want_stats and len(plan) == 4:
-        return plan[3](x)
+            if plan is not None:
+                (ts, tb), o_mod, seg_len = plan
+                memo[key + (_BOUND,)] = moments.normalizer(x.shape, x.dtype, axes, moments.INSIDE_SQRT, eps, scale=ts,
+                                                           bias=tb, o_mod=o_mod, seg_len=seg_len, out_dtype=x.dtype)
     if plan is not None:
-        (ts, tb), o_mod, seg_len = plan[:3]
+        (ts, tb), o_mod, seg_len = plan
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb, o_mod=o_mod,
                                  seg_len=seg_len, out_dtype=x.dtype, want_stats=want_stats)
     res = moments.normalize(x, axes, moments.INSIDE_SQRT, eps, out_dtype=cdt, want_stats=want_stats)
