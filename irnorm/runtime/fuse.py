@@ -281,11 +281,18 @@ def _normalize_kernel(x_dtype: str, rank: int, axes: list[int], mode_name: str, 
     dt = ELEMENT_TYPES[x_dtype]
     w = None if weight is None else pad_rank(np.asarray(weight, dt), rank)
     plans: dict = {}  # affine tables by input shape: planning them costs more than a small tensor's norm
+    bound: dict = {}  # the engine's call bound to an input shape (moments.normalizer)
 
     def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = ins[0]
+        fn = bound.get(x.shape)
+        if fn is not None:
+            return [fn(x)]
         if w is None or x.size == 0:
-            return [moments.normalize(x, axes, mode, eps, center=False, out_dtype=x.dtype)]
+            fn = moments.normalizer(x.shape, x.dtype, axes, mode, eps, center=False, out_dtype=x.dtype)
+            if len(bound) < 32:
+                bound[x.shape] = fn
+            return [fn(x)]
         if x.shape in plans:
             plan = plans[x.shape]
         else:
@@ -294,8 +301,11 @@ def _normalize_kernel(x_dtype: str, rank: int, axes: list[int], mode_name: str, 
                 plans[x.shape] = plan
         if plan is not None:
             (tw,), o_mod, seg_len = plan
-            return [moments.normalize(x, axes, mode, eps, center=False, scale=tw, o_mod=o_mod, seg_len=seg_len,
-                                      out_dtype=x.dtype)]
+            fn = moments.normalizer(x.shape, x.dtype, axes, mode, eps, center=False, scale=tw, o_mod=o_mod,
+                                    seg_len=seg_len, out_dtype=x.dtype)
+            if len(bound) < 32:
+                bound[x.shape] = fn
+            return [fn(x)]
         cdt = compute_dtype(x.dtype)
         y = moments.normalize(x, axes, mode, eps, center=False, out_dtype=cdt)
         y *= w.astype(cdt)
