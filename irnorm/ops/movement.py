@@ -313,13 +313,19 @@ class Slice(Op):
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
+        memo: dict[tuple, tuple[slice, ...]] = {}  # (input shape, bounds' bytes) -> checked slices
 
         def run(ins):
             x = ins[0]
-            try:
-                idx = _slices(x.shape, *(_ints(v) for v in ins[1:4]), _ints(ins[4]) if len(ins) > 4 else None)
-            except Exception as e:
-                raise runtime_error(layer, str(e)) from None
+            key = (x.shape, *(np.asarray(v).tobytes() for v in ins[1:]))
+            idx = memo.get(key)
+            if idx is None:
+                try:
+                    idx = _slices(x.shape, *(_ints(v) for v in ins[1:4]), _ints(ins[4]) if len(ins) > 4 else None)
+                except Exception as e:
+                    raise runtime_error(layer, str(e)) from None
+                if len(memo) < 64:
+                    memo[key] = idx
             return [np.ascontiguousarray(x[idx])]
 
         return run
