@@ -278,8 +278,9 @@ def test_onnx_export_conv_group_deconv_matmul(tmp_path, compress):
 def test_unfold_paths_match_the_reference(seed, monkeypatch):
     """conv_forward's three unfolds -- stride-1 2-D in the padded row width (``_wide_products``), row by row
     from a padded copy (``im2col``), bounds-checked on the input itself (``im2col_bounded``, huge pads with
-    huge strides) -- on one thread and on the pool, against the float64 reference; each path is checked to
-    be the one taken."""
+    huge strides) -- on one thread and on the pool, and the small-convolution path (one serial bounded
+    unfold, ``im2col_bounded_serial``), against the float64 reference; each path is checked to be the one
+    taken."""
     from irnorm.kernels import conv
 
     rng = np.random.default_rng(seed)
@@ -304,7 +305,7 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
     expected = (["im2col_bounded"] if seed % 6 == 5 else [] if unfold_free else ["_wide_products"] if wide
                 else ["im2col"])
     taken: list[str] = []
-    for name in ("_wide_products", "im2col", "im2col_bounded"):
+    for name in ("_wide_products", "im2col", "im2col_bounded", "im2col_bounded_serial"):
         orig = getattr(conv, name)
 
         def spy(*a, _orig=orig, _name=name):
@@ -315,12 +316,19 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
 
         monkeypatch.setattr(conv, name, spy)
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
+    monkeypatch.setattr(conv, "SMALL_COL", 0)  # the paths for convolutions that are not small
     for parallel_min in (1 << 30, 1):
         monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
         taken.clear()
         y = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
         np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
         assert taken == expected
+    # every one of them small: one serial bounded unfold (a 1x1 convolution needs none)
+    monkeypatch.setattr(conv, "SMALL_COL", 1 << 40)
+    taken.clear()
+    y = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
+    np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
+    assert taken == ([] if unfold_free else ["im2col_bounded_serial"])
 
 
 @pytest.mark.parametrize("parallel_min", [1 << 40, 1])

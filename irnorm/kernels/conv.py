@@ -21,6 +21,7 @@ converted by the caller.
 
 from __future__ import annotations
 
+import functools
 from math import prod
 
 import numpy as np
@@ -31,6 +32,10 @@ from .pool import OUTPUTS, SCRATCH
 
 # Unfolded-buffer budget (elements) per block of images or, for a large image, of output rows.
 COL_BUDGET = 1 << 22
+# Unfolded sizes (elements) up to which a convolution unfolds in one serial call from the unpadded input:
+# below it the padded paths' several steps (padding copy, parallel unfold, trimming copy) cost more
+# than they save.
+SMALL_COL = 1 << 16
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -49,44 +54,68 @@ def _x_range(off_x, sw, w_in, ow):
     return lo, hi
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _bounded_row(xf, cf, n, c, kz, ky, kx, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1):
+    """Unfolded row (n, c, tap (kz, ky, kx)) of im2col on the unpadded input, every tap bounds-checked
+    (zeros where the window is in the padding).  xf, cf: the flat input [N, C, D, H, W] and unfolded
+    buffer [N, C*taps, length]; dims = (C, D, H, W, length).  Flat unsigned indexing, no division per
+    output row: on small convolutions a view per row (with its reference counting) and the index
+    divisions cost more than the copy."""
+    c_count, d_in, h_in, w_in, length = dims
+    taps = kd * kh * kw
+    r = c * taps + (kz * kh + ky) * kw + kx
+    d0 = (n * c_count * taps + r) * length
+    plane = (n * c_count + c) * d_in
+    off_x = kx * dw - pw  # valid output x range for this tap: 0 <= ox*sw + off_x < w_in
+    lo, hi = _x_range(off_x, sw, w_in, ow)
+    p = d0
+    oz, oy = r0 // oh, r0 % oh  # output row rr = oz * oh + oy, stepped without a division per row
+    for _ in range(r0, r1):
+        iz = oz * sd - pd + kz * dd
+        iy = oy * sh - ph + ky * dh
+        oy += 1
+        if oy == oh:
+            oy = 0
+            oz += 1
+        if iz < 0 or iz >= d_in or iy < 0 or iy >= h_in:
+            for ox in range(ow):
+                cf[np.uintp(p + ox)] = 0
+        else:
+            s0 = ((plane + iz) * h_in + iy) * w_in + off_x
+            for ox in range(lo):
+                cf[np.uintp(p + ox)] = 0
+            _copy(cf, p + lo, xf, s0 + lo * sw, sw, hi - lo)
+            for ox in range(hi, ow):
+                cf[np.uintp(p + ox)] = 0
+        p += ow
+
+
 @njit(nogil=True, parallel=True, cache=True)
 def im2col_bounded(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1):
-    """im2col on the unpadded input, every tap bounds-checked (zeros where the window is in the padding):
-    for geometries whose padded copy would be much larger than the input (huge pads with huge strides)."""
-    n_count, c_count, d_in, h_in, w_in = x.shape
+    """im2col on the unpadded input, every tap bounds-checked: for geometries whose padded copy would
+    be much larger than the input (huge pads with huge strides).  One task per unfolded row."""
+    xf, cf = x.reshape(-1), col.reshape(-1)
+    dims = (x.shape[1], x.shape[2], x.shape[3], x.shape[4], col.shape[2])
     taps = kd * kh * kw
-    rows = n_count * c_count * taps
-    for task in prange(rows):
-        n = task // (c_count * taps)
-        r = task % (c_count * taps)
-        c = r // taps
-        t = r % taps
-        kz = t // (kh * kw)
-        ky = (t // kw) % kh
-        kx = t % kw
-        dst = col[n, r]
-        off_x = kx * dw - pw  # valid output x range for this tap: 0 <= ox*sw + off_x < w_in
-        lo, hi = _x_range(off_x, sw, w_in, ow)
-        p = 0
-        for rr in range(r0, r1):
-            iz = (rr // oh) * sd - pd + kz * dd
-            iy = (rr % oh) * sh - ph + ky * dh
-            if iz < 0 or iz >= d_in or iy < 0 or iy >= h_in:
-                for ox in range(ow):
-                    dst[p + ox] = 0
-            else:
-                src = x[n, c, iz, iy]
-                for ox in range(lo):
-                    dst[p + ox] = 0
-                if sw == 1:
-                    for ox in range(lo, hi):
-                        dst[p + ox] = src[ox + off_x]
-                else:
-                    for ox in range(lo, hi):
-                        dst[p + ox] = src[ox * sw + off_x]
-                for ox in range(hi, ow):
-                    dst[p + ox] = 0
-            p += ow
+    for task in prange(x.shape[0] * x.shape[1] * taps):
+        t = task % taps
+        _bounded_row(xf, cf, task // (x.shape[1] * taps), (task // taps) % x.shape[1], t // (kh * kw), (t // kw) % kh,
+                     t % kw, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1)
+
+
+@njit(nogil=True, cache=True)
+def im2col_bounded_serial(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1):
+    """im2col_bounded on the calling thread: for small convolutions, where one call that needs no
+    padded copy beats the padded paths' several steps (and a parallel launch costs more than the copy)."""
+    xf, cf = x.reshape(-1), col.reshape(-1)
+    dims = (x.shape[1], x.shape[2], x.shape[3], x.shape[4], col.shape[2])
+    for n in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            for kz in range(kd):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        _bounded_row(xf, cf, n, c, kz, ky, kx, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw,
+                                     oh, ow, r0, r1)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -315,9 +344,21 @@ def _as3d(shape, fill=1):
 
 
 def _geom(k_spatial, strides, dilations, pads_begin, spatial):
+    """Kernel, strides, dilations, pads and output dims padded to three spatial dims (lists of ints;
+    remembered for tuples: a model calls with the same ones every time)."""
+    args = (k_spatial, strides, dilations, pads_begin, spatial)
+    if all(type(a) is tuple for a in args):
+        return _geom_cached(*args)
+    return _geom_lists(*args)
+
+
+def _geom_lists(k_spatial, strides, dilations, pads_begin, spatial):
     return ([int(v) for v in _as3d(k_spatial)], [int(v) for v in _as3d(strides)],
             [int(v) for v in _as3d(dilations)], [int(v) for v in _as3d(pads_begin, 0)],
             [int(v) for v in _as3d(spatial)])
+
+
+_geom_cached = functools.lru_cache(maxsize=512)(_geom_lists)  # its lists are never modified
 
 
 def _tiles(n: int, rows: int, per_row: int):
@@ -354,6 +395,11 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
     ck = c * kk[0] * kk[1] * kk[2]
     if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
         _product(w, x5.reshape(n, g, ck // g, p_out), res)  # 1x1: no unfold
+    elif n * ck * p_out <= SMALL_COL:  # small: one serial unfold straight from the input, one product
+        col = SCRATCH.get(1, (n, ck, p_out), x5.dtype)
+        im2col_bounded_serial(x5, col, kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2],
+                              o3[1], o3[2], 0, o3[0] * o3[1])
+        _product(w, col.reshape(n, g, ck // g, p_out), res)
     elif s != [1, 1, 1] or not _wide_products(x5, w, res, kk, d, pb, o3, ck, g):
         _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
     return out

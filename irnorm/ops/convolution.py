@@ -226,19 +226,28 @@ class _ForwardBase(Op):
         wconst = ctx.inputs[1].value
         ready = prepare(np.asarray(wconst)) if wconst is not None else None
 
+        memo: dict[tuple, tuple] = {}  # (data shape, filter shape) -> the checked geometry, as tuples
+
         @_runtime(ctx)
         def run(ins):
             x, w = ins
-            self._channels(x.shape, w.shape)
+            key = (x.shape, w.shape)
+            geom = memo.get(key)
+            if geom is None:
+                self._channels(x.shape, w.shape)
+                k = ready[2] if ready is not None else w.shape[3 if grouped else 2:]
+                a = _spatial_attrs(ctx.attrs, x.ndim - 2, ("strides", "dilations", "pads_begin", "pads_end"))
+                out_sp, begin = forward_geometry(x.shape[2:], k, a, auto_pad)
+                geom = (tuple(a["strides"]), tuple(a["dilations"]), tuple(begin), tuple(out_sp))
+                if len(memo) < 64:
+                    memo[key] = geom
+            strides, dilations, begin, out_sp = geom
             kind, wp, k = ready if ready is not None else prepare(w)
-            rank = x.ndim - 2
-            a = _spatial_attrs(ctx.attrs, rank, ("strides", "dilations", "pads_begin", "pads_end"))
-            out_sp, begin = forward_geometry(x.shape[2:], k, a, auto_pad)
             xc = x.astype(work, copy=False)
             if kind == "depthwise":
-                y = conv.conv_depthwise(xc, wp, a["strides"], a["dilations"], begin, out_sp)
+                y = conv.conv_depthwise(xc, wp, strides, dilations, begin, out_sp)
             else:
-                y = conv.conv_forward(xc, wp, k, a["strides"], a["dilations"], begin, out_sp)
+                y = conv.conv_forward(xc, wp, tuple(k), strides, dilations, begin, out_sp)
             return [_to_output(y, dtype)]
 
         return run
