@@ -140,13 +140,21 @@ class Split(Op):
 
     def build(self, ctx: NodeContext) -> Kernel:
         n, layer = ctx.attrs["num_splits"], ctx.layer
+        memo: dict[tuple, list[tuple]] = {}  # (input shape, axis bytes) -> each part's index tuple
 
         def run(ins):
             x = ins[0]
-            ax = normalize_axes(_ints(ins[1]), x.ndim, "axis")[0]
-            if x.shape[ax] % n:
-                raise runtime_error(layer, f"dim {ax} ({x.shape[ax]}) does not divide into {n} parts")
-            return [np.ascontiguousarray(v) for v in np.split(x, n, axis=ax)]
+            key = (x.shape, np.asarray(ins[1]).tobytes())
+            parts = memo.get(key)
+            if parts is None:
+                ax = normalize_axes(_ints(ins[1]), x.ndim, "axis")[0]
+                if x.shape[ax] % n:
+                    raise runtime_error(layer, f"dim {ax} ({x.shape[ax]}) does not divide into {n} parts")
+                step = x.shape[ax] // n
+                parts = [(slice(None),) * ax + (slice(k * step, (k + 1) * step),) for k in range(n)]
+                if len(memo) < 64:
+                    memo[key] = parts
+            return [np.ascontiguousarray(x[p]) for p in parts]
 
         return run
 
