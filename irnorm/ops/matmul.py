@@ -114,8 +114,9 @@ class MatMul(Op):
                               max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
             try:
                 if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
-                    # [..., M, K] x [K, N]: one GEMM over all batch rows
-                    y = np.matmul(am.reshape(-1, am.shape[-1]), bm).reshape(am.shape[:-1] + (bm.shape[-1],))
+                    # [..., M, K] x [K, N]: one GEMM over all batch rows, written into the result's own memory
+                    y = np.empty(am.shape[:-1] + (bm.shape[-1],), np.result_type(am.dtype, bm.dtype))
+                    np.matmul(am.reshape(-1, am.shape[-1]), bm, out=y.reshape(-1, bm.shape[-1]))
                 else:
                     y = np.matmul(am, bm)
             finally:
