@@ -104,19 +104,16 @@ def _erf32(x):
     return y if x == x else x
 
 
-@overload(vexp)
-def _vexp_impl(x):
-    if x == types.float32:
-        return _exp32
-    if isinstance(x, types.Float):
-        return lambda x: math.exp(x)
-    return None
+def _float32_or_libm(func, f32_impl, libm) -> None:
+    """Overload `func`: the vectorizable `f32_impl` for float32 arguments, the libm function otherwise."""
+    @overload(func)
+    def _impl(x):
+        if x == types.float32:
+            return f32_impl
+        if isinstance(x, types.Float):
+            return lambda x: libm(x)
+        return None
 
 
-@overload(verf)
-def _verf_impl(x):
-    if x == types.float32:
-        return _erf32
-    if isinstance(x, types.Float):
-        return lambda x: math.erf(x)
-    return None
+_float32_or_libm(vexp, _exp32, math.exp)
+_float32_or_libm(verf, _erf32, math.erf)
