@@ -147,10 +147,14 @@ def _unfold(xf, cf, t0, t1, c_taps, chw, hw, wp, kd, kh, kw, sd, sh, sw, dd, dh,
         kx = t % kw
         base = (n * (c_taps // taps) + c) * chw + kz * dd * hw + ky * dh * wp + kx * dw
         p = task * length
-        for rr in range(r0, r1):
-            oz = rr // oh
-            _copy(cf, p, xf, base + oz * sd * hw + (rr - oz * oh) * sh * wp, sw, ow)
+        oz, oy = r0 // oh, r0 % oh  # output row rr = oz * oh + oy, stepped without a division per row
+        for _ in range(r0, r1):
+            _copy(cf, p, xf, base + oz * sd * hw + oy * sh * wp, sw, ow)
             p += ow
+            oy += 1
+            if oy == oh:
+                oy = 0
+                oz += 1
 
 
 @njit(nogil=True, parallel=True, cache=True)
