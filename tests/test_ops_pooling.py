@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from irbuilder import expect_error, single_op_model
+from irbuilder import IRBuilder, expect_error, single_op_model
 from ovutil import compare_with_openvino, save
 
 import irnorm
@@ -93,11 +93,13 @@ def _max_pool_rule(x, k, s, d, pb, out_hw):
 SPECIALIZED = [([3, 3], [2, 2]), ([3, 3], [1, 1]), ([2, 2], [2, 2])]
 
 
+@pytest.mark.parametrize("indices_read", [True, False])
 @pytest.mark.parametrize("seed", range(12))
-def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path, seed):
+def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path, seed, indices_read):
     """Windows wholly inside the input take faster paths than those across the border (a kernel per
     common window shape for 2-D inputs, the generic one otherwise); all must give the first maximum,
-    NaN and ties included.  Seeds 6-11 use the specialized window shapes."""
+    NaN and ties included.  Seeds 6-11 use the specialized window shapes.  With the index output
+    declared but unread (as in every exported CNN) the specialized shapes run a values-only kernel."""
     rng = np.random.default_rng(seed)
     h, w = int(rng.integers(5, 12)), int(rng.integers(5, 12))
     x = rng.integers(-3, 4, (1, 2, h, w)).astype(np.float32)  # small integers: many ties
@@ -112,9 +114,24 @@ def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path,
     out_hw = tuple((n + 2 * p - (dd * (kk - 1) + 1)) // ss + 1 for n, p, dd, kk, ss in zip((h, w), pb, d, k, s,
                                                                                           strict=True))
     attrs = {"strides": s, "pads_begin": pb, "pads_end": pb, "kernel": k, "dilations": d, "rounding_type": "floor"}
-    b = single_op_model("MaxPool", [("param:x", ((1, 2, h, w), "f32"))],
-                        [((1, 2) + out_hw, "f32"), ((1, 2) + out_hw, "i64")], attrs, version="opset14")
-    got = list(irnorm.load(b.save(tmp_path, "mp")).run({"x": x}).values())
+    out_specs = [((1, 2) + out_hw, "f32"), ((1, 2) + out_hw, "i64")]
+    if indices_read:
+        b = single_op_model("MaxPool", [("param:x", ((1, 2, h, w), "f32"))], out_specs, attrs, version="opset14")
+    else:
+        b = IRBuilder("mp")
+        outs = b.layer("MaxPool", [b.parameter("x", (1, 2, h, w), "f32")], out_specs, attrs, version="opset14",
+                       name="pool", names=["y", "y1"])
+        b.result(outs[0])
+    m = irnorm.load(b.save(tmp_path, "mp"))
+    got = list(m.run({"x": x}).values())
     want = _max_pool_rule(x, k, s, d, pb, out_hw)
     np.testing.assert_array_equal(got[0], want[0])  # NaN == NaN here
-    np.testing.assert_array_equal(got[1], want[1])
+    if indices_read:
+        np.testing.assert_array_equal(got[1], want[1])
+    else:
+        assert len(got) == 1
+        (step,) = m._plan.steps
+        assert len(step.kernel([x])) == 1  # the unread indices were not computed
+        # the unfused (debugging) plan still computes them, for captures
+        cap = m.run({"x": x}, capture=["pool"]).captures
+        np.testing.assert_array_equal(cap[1].array, want[1])

@@ -58,6 +58,9 @@ class NodeContext:
     inputs: list[TensorInfo]
     num_outputs: int  # output ports the layer declares
     weights: Any = None  # the model's Weights (the .bin), for Const; None when unavailable
+    # build() only: how many leading outputs anything reads (None: all).  A kernel may skip computing
+    # the unread ones (e.g. MaxPool's indices) and return a shorter list.
+    outputs_read: int | None = None
 
     def const(self, i: int, what: str) -> np.ndarray:
         v = self.inputs[i].value

@@ -153,7 +153,7 @@ class _MaxPool(_Pool):
 
         a = self._attrs(ctx)
         dil = a.get("dilations") or [1] * len(a["kernel"])
-        want_idx = self.indices and ctx.num_outputs > 1
+        want_idx = self.indices and ctx.num_outputs > 1 and (ctx.outputs_read is None or ctx.outputs_read > 1)
         layer = ctx.layer
 
         def run(ins):
@@ -163,7 +163,8 @@ class _MaxPool(_Pool):
             except Exception as e:  # a window that cannot fit these concrete dims
                 raise runtime_error(layer, str(e)) from None
             cdt = compute_dtype(x.dtype) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else np.dtype(np.float64)
-            vals, idx = kern.max_pool(x, sp, a["kernel"], a["strides"], dil, pb, cdt, float(lowest(x.dtype)))
+            vals, idx = kern.max_pool(x, sp, a["kernel"], a["strides"], dil, pb, cdt, float(lowest(x.dtype)),
+                                      want_idx)
             y = cast(vals, x.dtype) if x.dtype != cdt else vals
             if not want_idx:
                 return [y]

@@ -191,6 +191,12 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True) -> Plan:
 
         fusions = find_fusions(g, live, set(outputs), runs)
     covered = {n.index for f in fusions.values() for n in f.nodes}
+    # Outputs nothing reads need not be computed; the unfused (debugging) plan computes every output,
+    # so captures and comparisons still see them.
+    read: dict[int, int] = {}
+    if fuse:
+        for v in list(outputs) + [s for i in live for s in g.nodes[i].sources if s is not None]:
+            read[v[0]] = max(read.get(v[0], 0), v[1] + 1)
     steps: list[Step] = []
     for node in runs:
         f = fusions.get(node.index)
@@ -198,7 +204,7 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True) -> Plan:
             steps.append(Step(f.nodes[-1], f.kernel, list(f.args), [], list(f.nodes), f.label))
         elif node.index not in covered:
             ctx = NodeContext(node.layer, node.attrs, [g.nodes[s[0]].outputs[s[1]] for s in node.sources],
-                              len(node.layer.outputs))
+                              len(node.layer.outputs), outputs_read=read.get(node.index) if fuse else None)
             steps.append(Step(node, node.op.build(ctx), [tuple(s) for s in node.sources], []))
     # last use of every runtime value -> free it right after
     last: dict[Value, int] = {}
