@@ -51,15 +51,31 @@ def test_direct_reads_and_writes_are_zarrs_bytes(tmp_path, fmt, dtype):
     np.testing.assert_array_equal(again[:], data + 1)
 
 
-def test_the_read_buffer_is_reused_per_slot(tmp_path):
+def test_reads_across_chunks_reuse_a_buffer_per_slot(tmp_path):
     data = np.arange(40 * 6, dtype=np.float32).reshape(40, 6)
     cf = chunk_files(_array(tmp_path / "in.zarr", data, 10))
     a = read_rows(cf, 0, 20, slot=0)
-    b = read_rows(cf, 20, 30, slot=0)
-    c = read_rows(cf, 0, 10, slot=1)
+    b = read_rows(cf, 20, 40, slot=0)
+    c = read_rows(cf, 0, 20, slot=1)
     assert np.shares_memory(a, b) and not np.shares_memory(a, c)
-    np.testing.assert_array_equal(b, data[20:30])
-    np.testing.assert_array_equal(c, data[0:10])
+    np.testing.assert_array_equal(b, data[20:40])
+    np.testing.assert_array_equal(c, data[0:20])
+
+
+def test_a_read_within_one_chunk_maps_the_file_copy_on_write(tmp_path):
+    data = np.arange(40 * 6, dtype=np.float32).reshape(40, 6)
+    a = _array(tmp_path / "in.zarr", data, 10)
+    cf = chunk_files(a)
+    buffered = read_rows(cf, 0, 20, slot=0)
+    one = read_rows(cf, 20, 30, slot=0)
+    assert not np.shares_memory(one, buffered)  # not the slot's buffer: a mapping of chunk 2's file
+    np.testing.assert_array_equal(one, data[20:30])
+    last = read_rows(cf, 30, 40, slot=0)
+    np.testing.assert_array_equal(last, data[30:40])
+    assert one.flags.writeable and one.flags.c_contiguous and one.dtype == np.float32
+    one[:] = -1  # private: the file does not change
+    np.testing.assert_array_equal(read_rows(cf, 20, 30, slot=0), data[20:30])
+    np.testing.assert_array_equal(a[20:30], data[20:30])
 
 
 def test_layouts_that_are_not_plain_bytes_go_through_zarr(tmp_path):

