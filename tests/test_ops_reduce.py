@@ -220,3 +220,43 @@ def test_declared_output_dims_are_checked(tmp_path):
                    version="opset1", names=["y"])
     b.result(y)
     expect_error(b, tmp_path, "IRN030", "declares dims [2,1,4]", "gives [2,4]")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_trailing_reductions_take_one_call_and_equal_the_general_path_bit_for_bit(tmp_path, dtype):
+    """A small input reduced over its trailing axes (a global pool, a squeeze-excite block) runs one
+    kernel call from the input to the output; it must equal the general kernel followed by the op's
+    division, square root and cast exactly, on the first run and on later runs (remembered); a
+    non-contiguous input is refused (the op then takes the general path)."""
+    from irnorm.kernels import reduce as kern
+    from irnorm.kernels.opcodes import REDUCE_SUM, REDUCE_SUMSQ
+    from irnorm.ops.reduce import reduced_shape
+
+    rng = np.random.default_rng(31)
+    for k, (shape, axes) in enumerate([((1, 96, 14, 14), [2, 3]), ((2, 5, 7), [-1]), ((3, 4, 1, 9), [1, 2, 3]),
+                                       ((1, 1), [1])]):
+        keep = k % 2 == 0
+        xml = save(_model(shape, dtype, axes, keep), tmp_path, f"s{k}")
+        m = irnorm.load(xml)
+        x = (rng.standard_normal(shape) * 4 + 50).astype(dtype)
+        norm = sorted({a % len(shape) for a in axes})
+        n = int(np.prod([shape[a] for a in norm]))
+        out_shape = reduced_shape(shape, norm, keep)
+        want = {"mean": (kern.reduce(REDUCE_SUM, x, norm) / n).astype(dtype).reshape(out_shape),
+                "sum": kern.reduce(REDUCE_SUM, x, norm).astype(dtype).reshape(out_shape),
+                "max": x.max(axis=tuple(norm)).reshape(out_shape),
+                "l2": np.sqrt(kern.reduce(REDUCE_SUMSQ, x, norm)).astype(dtype).reshape(out_shape)}
+        for _ in range(2):  # the first run decides the path, the second takes the remembered one
+            got = m.run({"x": x})
+            for kind, w in want.items():
+                assert got[kind].dtype == np.dtype(dtype) and got[kind].shape == out_shape
+                np.testing.assert_array_equal(got[kind], w)
+        # a non-contiguous input (a kernel may get one from a layer that returns a view): not this path
+        fast = kern.small_rows(REDUCE_SUM, shape, np.dtype(dtype), tuple(norm), float(n), False, out_shape)
+        wide = np.empty(shape[:-1] + (shape[-1] * 2,), dtype)
+        wide[..., ::2] = x
+        view = wide[..., ::2]
+        assert fast is not None and (fast(view) is None) == (not view.flags.c_contiguous)  # [1, 1]: contiguous
+        np.testing.assert_array_equal(fast(x), want["mean"])
+    assert kern.small_rows(REDUCE_SUM, (4, 8, 8), np.dtype(np.float32), (0,), 1.0, False, (8, 8)) is None  # axis 0
+    assert kern.small_rows(REDUCE_SUM, (64, 4096), np.dtype(np.float32), (1,), 1.0, False, (64,)) is None  # large

@@ -117,6 +117,37 @@ def reduce_strided_serial(code, x, out, block):
         _strided_task(code, x, out, task, nblk, block)
 
 
+@njit(nogil=True, cache=True)
+def _rows_to(code, x, out, divisor, root):
+    """out[o] = the row's float64 accumulator / divisor (then its square root when `root`), stored in
+    out's type -- the same operations, in the same order, as reduce() followed by the op's division,
+    square root and cast."""
+    for o in range(x.shape[0]):
+        acc = _row(code, x[o]) / divisor
+        out[o] = np.sqrt(acc) if root else acc
+
+
+def small_rows(code: int, shape: tuple[int, ...], dtype: np.dtype, axes: tuple[int, ...], divisor: float,
+               root: bool, out_shape: tuple[int, ...]):
+    """For a small f32/f64 input reduced over its trailing axes (a global pool, a squeeze-excite
+    block): one call from the C-contiguous input to the output in its own type, or None when the
+    general path must run.  Decided once per (shape, dtype, axes); the op remembers the answer."""
+    perm, outer, red, inner = canonical_layout(shape, list(axes))
+    if (dtype not in (np.float32, np.float64) or perm is not None or inner != 1 or red < 1 or outer < 1
+            or outer * red >= PARALLEL_MIN):
+        return None
+    rows_shape = (outer, red)
+
+    def run(x: np.ndarray) -> np.ndarray | None:
+        if not x.flags.c_contiguous:
+            return None
+        out = np.empty(out_shape, dtype)
+        _rows_to(code, x.reshape(rows_shape), out.reshape(outer), divisor, root)
+        return out
+
+    return run
+
+
 def reduce(code: int, x: np.ndarray, axes: list[int]) -> np.ndarray:
     """Reduce float `x` over non-empty, sorted, unique `axes` (at least one element reduced);
     returns the float64 accumulators in the keep_dims=False shape."""
