@@ -365,3 +365,47 @@ def test_depthwise_paths_and_reused_buffers_match_the_reference(monkeypatch, par
         y = conv.conv_depthwise(x, np.ascontiguousarray(w.reshape(g * mult, *k)), s, d, pb, exp.shape[2:])
         np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
     assert taken["wide"] >= 6 and taken["direct"] >= 6, taken
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_depthwise_channels_inner_equals_the_other_kernels(monkeypatch, seed):
+    """Small depthwise convolutions with many channels take the channels-inner kernel (strides, or output
+    planes of at most CHANNELS_INNER_PLANE pixels): it sums the same taps in the same order as the
+    padded-row and direct kernels, so its results are theirs bit for bit (and the reference's), with the
+    filter transposed by the caller (constant weights) or on the fly."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(100 + seed)
+    taken = []
+    orig = conv.depthwise_channels_inner
+
+    def spy(*a):
+        taken.append(1)
+        return orig(*a)
+
+    monkeypatch.setattr(conv, "depthwise_channels_inner", spy)
+    for case in range(12):
+        rank = 1 if case % 4 == 0 else 2
+        g = int(rng.integers(conv.CHANNELS_INNER_MIN, 80))
+        k = [int(v) for v in rng.integers(1, 6, rank)]
+        d = [int(v) for v in rng.integers(1, 3, rank)]
+        s = [int(v) for v in rng.integers(1, 3, rank)]
+        pb = [int(v) for v in rng.integers(0, 3, rank)]
+        pe = [int(v) for v in rng.integers(0, 3, rank)]
+        spatial = [int(v) + (kk - 1) * dd for v, kk, dd in zip(rng.integers(1, 9, rank), k, d, strict=True)]
+        x = rng.standard_normal((int(rng.integers(1, 3)), g, *spatial)).astype(np.float32)
+        w = rng.standard_normal((g, 1, 1, *k)).astype(np.float32)
+        wp = np.ascontiguousarray(w.reshape(g, *k))
+        exp = R.group_convolution(x, w, s, pb, pe, d)
+        before = len(taken)
+        y = np.array(conv.conv_depthwise(x, wp, s, d, pb, exp.shape[2:]), copy=True)
+        y_kept = np.array(conv.conv_depthwise(x, wp, s, d, pb, exp.shape[2:], conv.channels_inner_filter(wp)),
+                          copy=True)
+        assert len(taken) == before + 2, f"case {case}: not the channels-inner kernel"
+        with monkeypatch.context() as mp:
+            mp.setattr(conv, "CHANNELS_INNER_MIN", 1 << 30)  # the other kernels
+            other = conv.conv_depthwise(x, wp, s, d, pb, exp.shape[2:])
+        assert len(taken) == before + 2
+        np.testing.assert_array_equal(y, other, err_msg=f"case {case}")
+        np.testing.assert_array_equal(y_kept, other)
+        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)

@@ -225,6 +225,9 @@ class _ForwardBase(Op):
 
         wconst = ctx.inputs[1].value
         ready = prepare(np.asarray(wconst)) if wconst is not None else None
+        # constant depthwise 1-D/2-D filters also kept with channels innermost (kernels/conv.py)
+        w_inner = (conv.channels_inner_filter(ready[1]) if ready is not None and ready[0] == "depthwise"
+                   and ready[1].ndim <= 3 else None)
 
         memo: dict[tuple, tuple] = {}  # (data shape, filter shape) -> the checked geometry, as tuples
 
@@ -245,7 +248,7 @@ class _ForwardBase(Op):
             kind, wp, k = ready if ready is not None else prepare(w)
             xc = x.astype(work, copy=False)
             if kind == "depthwise":
-                y = conv.conv_depthwise(xc, wp, strides, dilations, begin, out_sp)
+                y = conv.conv_depthwise(xc, wp, strides, dilations, begin, out_sp, w_inner if ready else None)
             else:
                 y = conv.conv_forward(xc, wp, tuple(k), strides, dilations, begin, out_sp)
             return [_to_output(y, dtype)]
