@@ -452,3 +452,22 @@ def test_bias_activation_last_kernel(code_name, with_bias):
         got = activation.bias_activation_last(y.copy(), b, code)
         np.testing.assert_array_equal(got, want)
     assert y.size >= PARALLEL_MIN
+
+
+@pytest.mark.parametrize("shape", [(1, 300, 2, 2), (2, 7, 3), (1, 5, 255)])
+@pytest.mark.parametrize("code_name, with_bias", [("swish", True), ("hswish", False), ("none", True)])
+def test_bias_activation_kernel_on_short_rows(shape, code_name, with_bias):
+    """Feature maps of a few pixels per channel stage several rows per activation call: bit-identical to
+    an Add followed by the activation kernel (NaN, infinities and signed zeros included)."""
+    from irnorm.kernels import activation
+
+    rng = np.random.default_rng(6)
+    y = rng.standard_normal(shape).astype(np.float32)
+    y.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    c = shape[1]
+    b = rng.standard_normal(c).astype(np.float32) if with_bias else None
+    added = y + b.reshape((c,) + (1,) * (len(shape) - 2)) if with_bias else y
+    code = -1 if code_name == "none" else activation.CODES[code_name]
+    want = added if code < 0 else activation.unary(code, added, 1.25, 0.0)
+    got = activation.bias_activation(y.copy(), b, code, 1.25, 0.0)
+    np.testing.assert_array_equal(got, want)

@@ -344,6 +344,31 @@ def _bias_act_rows(code, y, bias, c_count, r0, r1, p0, p1, k):
             _add_activate(code, y[r], bias, b, False, buf, p0, p1, k)
 
 
+@njit(**_JIT)
+def _bias_act_short_rows(code, y, bias, c_count, p0, p1, k):
+    """_bias_act_rows for rows shorter than a staging chunk (small feature maps: [288 channels, 2x2]):
+    the biased values of as many whole rows as fit are staged, then one activation call runs over them
+    all, instead of one call per few-element row.  Same operations per element."""
+    rows, inner = y.shape
+    per = max(1, _ACT_CHUNK // inner)
+    buf = np.empty(per * inner, y.dtype)
+    zero = k[0]
+    for r0 in range(0, rows, per):
+        r1 = min(rows, r0 + per)
+        q = 0
+        for r in range(r0, r1):
+            b = bias[r % c_count] if bias.shape[0] else zero
+            row = y[r]
+            for i in range(inner):
+                buf[q] = row[i] + b
+                q += 1
+        seg = y[r0:r1].reshape(-1)
+        if code >= 0:
+            _apply(code, buf[:q], seg, p0, p1, k)
+        else:
+            seg[:] = buf[:q]
+
+
 @njit(parallel=True, **_JIT)
 def _bias_act_parallel(code, y, bias, c_count, p0, p1, k, tasks):
     rows = y.shape[0]
@@ -365,6 +390,8 @@ def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float
     ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
     if y.size >= PARALLEL_MIN and n * c > 1:
         _bias_act_parallel(code, rows, b, c, ftype(p0), ftype(p1), k, min(n * c, 64))
+    elif rows.shape[1] < _ACT_CHUNK // 4 and (bias is not None or code >= 0):
+        _bias_act_short_rows(code, rows, b, c, ftype(p0), ftype(p1), k)
     else:
         _bias_act_rows(code, rows, b, c, 0, n * c, ftype(p0), ftype(p1), k)
     return y
