@@ -65,7 +65,8 @@ def test_large_products_get_the_process_thread_count(two_threads):
         assert CTL.get_num_threads() == 1
         d = blas.GEMM_PARALLEL_MIN_DIM
         assert not blas.widen(d, d, d)  # too few operations
-        assert not blas.widen(8, 1 << 20, 576)  # a skinny product (8 output channels of a convolution)
+        assert not blas.widen(4, 1 << 20, 576)  # too skinny (4 output channels of a convolution)
+        assert not blas.widen(8, 1000, 576)  # too few operations (9 MFLOP)
         assert CTL.get_num_threads() == 1
         assert blas.widen(512, 3072, 768)
         assert CTL.get_num_threads() == 2

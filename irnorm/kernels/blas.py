@@ -30,11 +30,12 @@ from typing import Any
 # one thread than with two for those over 32 MFLOP; a transformer-sized MLP ([512, 768] x [768, 3072],
 # GELU, MVN) ran 1.6x faster with two threads for its products.
 # Since the small kernels around them run on the calling thread (a spinning BLAS thread on the other
-# core no longer slows them), a ResNet stem's 7x7 product ([64, 147] x [147, 1024], 19 MFLOP) pays for
-# two threads: 16 MFLOP with every dim >= 64 made ResNet-18 7% and ResNetV2-BiT 13% faster (AVX-512
-# EPYC, 2 cores), transformers unchanged.
+# core no longer slows them), large products pay for two threads even when skinny: 16 MFLOP with every
+# dim >= 8 (was 32 MFLOP, >= 128) made ResNet-18 7% (its 7x7 stem: [64, 147] x [147, 1024]),
+# ResNetV2-BiT 13% and SSD-VGG 22% ([8..32 channels] x [72..288] x [5625..90000] positions) faster (AVX-512
+# EPYC, 2 cores, benchmarks/networks.py), transformers and UNet unchanged.
 GEMM_PARALLEL_FLOPS = 16 << 20
-GEMM_PARALLEL_MIN_DIM = 64
+GEMM_PARALLEL_MIN_DIM = 8
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "current": None}
