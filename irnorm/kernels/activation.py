@@ -26,6 +26,8 @@ one slope value per channel.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from math import prod
 
 import numpy as np
 from numba import njit, prange
@@ -381,19 +383,46 @@ def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float
     """In place on y [N, C, *spatial] (f32 or f64, C-contiguous, owned by the caller): y + bias[c]
     (one value per channel, y's dtype), then activation `code` (-1: none).  The same float operations,
     in the same order, as an Add layer followed by the activation layer: results are bit-identical."""
-    if y.size == 0:
+    return bias_activation_plan(y.shape, y.dtype, bias, code, p0, p1)(y)
+
+
+def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray | None, code: int,
+                         p0: float = 0.0, p1: float = 0.0) -> Callable[[np.ndarray], np.ndarray]:
+    """bias_activation for arrays of one shape and dtype, every choice made once (a fused step keeps
+    it per shape)."""
+    size = prod(shape)
+    if size == 0:
+        return _unchanged
+    n, c = shape[0], shape[1]
+    rows_shape = (n * c, size // (n * c))
+    b = np.zeros(0, dtype) if bias is None else bias
+    ftype, k = np.dtype(dtype).type, (_K64 if dtype == np.float64 else _K32)
+    a0, a1 = ftype(p0), ftype(p1)
+    if size >= PARALLEL_MIN and n * c > 1:
+        tasks = min(n * c, 64)
+
+        def parallel(y: np.ndarray) -> np.ndarray:
+            y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+            _bias_act_parallel(code, y.reshape(rows_shape), b, c, a0, a1, k, tasks)
+            return y
+        return parallel
+    if bias is None and code < 0:
+        return _unchanged
+    if rows_shape[1] < _ACT_CHUNK // 4:
+        def short_rows(y: np.ndarray) -> np.ndarray:
+            y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+            _bias_act_short_rows(code, y.reshape(rows_shape), b, c, a0, a1, k)
+            return y
+        return short_rows
+
+    def rows(y: np.ndarray) -> np.ndarray:
+        y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+        _bias_act_rows(code, y.reshape(rows_shape), b, c, 0, rows_shape[0], a0, a1, k)
         return y
-    n, c = y.shape[0], y.shape[1]
-    y = np.ascontiguousarray(y)
-    rows = y.reshape(n * c, -1)
-    b = np.zeros(0, y.dtype) if bias is None else bias
-    ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
-    if y.size >= PARALLEL_MIN and n * c > 1:
-        _bias_act_parallel(code, rows, b, c, ftype(p0), ftype(p1), k, min(n * c, 64))
-    elif rows.shape[1] < _ACT_CHUNK // 4 and (bias is not None or code >= 0):
-        _bias_act_short_rows(code, rows, b, c, ftype(p0), ftype(p1), k)
-    else:
-        _bias_act_rows(code, rows, b, c, 0, n * c, ftype(p0), ftype(p1), k)
+    return rows
+
+
+def _unchanged(y: np.ndarray) -> np.ndarray:
     return y
 
 

@@ -112,12 +112,17 @@ def leave() -> None:
             _set(_state["saved"])
 
 
+def may_widen(m: int, n: int, k: int, batch: int = 1) -> bool:
+    """A product of [m, k] x [k, n] matrices (`batch` of them) is large and square enough for more
+    threads (what widen() decides from the sizes alone)."""
+    return min(m, n, k) >= GEMM_PARALLEL_MIN_DIM and 2.0 * m * n * k * batch >= GEMM_PARALLEL_FLOPS
+
+
 def widen(m: int, n: int, k: int, batch: int = 1) -> bool:
     """Inside a run: a product of [m, k] x [k, n] matrices (`batch` of them) large and square enough to
     pay for more threads gets the process's BLAS thread count until narrow().  Returns whether it did
     (then narrow() must follow)."""
-    if (_state["ctl"] is None or _state["depth"] == 0 or _state["saved"] <= 1 or min(m, n, k) < GEMM_PARALLEL_MIN_DIM
-            or 2.0 * m * n * k * batch < GEMM_PARALLEL_FLOPS):
+    if _state["ctl"] is None or _state["depth"] == 0 or _state["saved"] <= 1 or not may_widen(m, n, k, batch):
         return False
     with _lock:
         _set(_state["saved"])

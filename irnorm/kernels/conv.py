@@ -22,6 +22,7 @@ converted by the caller.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from math import prod
 
 import numpy as np
@@ -383,30 +384,68 @@ def _tiles(n: int, rows: int, per_row: int):
 def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial
                  ) -> np.ndarray:
     """x [N, C, *S] (compute dtype) and prepared weights w [G, Cout/G, C/G * K] -> [N, Cout, *out]."""
-    n, c = x.shape[:2]
+    return forward_plan(x.shape, w, k_spatial, strides, dilations, pads_begin, out_spatial)(x)
+
+
+def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial
+                 ) -> Callable[[np.ndarray], np.ndarray]:
+    """conv_forward for inputs of shape `x_shape` (and w's dtype) with every choice made once: which
+    path, the reshapes, the unfold's arguments, whether the product may get more BLAS threads.  A
+    caller with constant weights keeps the plan per input shape; a run then costs the allocation, the
+    unfold and the product."""
+    n, c = x_shape[:2]
     g, cpg = w.shape[0], w.shape[1]
-    cout = g * cpg
-    out = OUTPUTS.empty((n, cout) + tuple(out_spatial), x.dtype)
-    if out.size == 0:
-        return out
-    if w.shape[2] == 0:  # no input channels: sums over nothing
-        out[...] = 0
-        return out
+    out_shape = (n, g * cpg) + tuple(out_spatial)
     kk, s, d, pb, o3 = _geom(k_spatial, strides, dilations, pads_begin, out_spatial)
     p_out = o3[0] * o3[1] * o3[2]
-    x5 = np.ascontiguousarray(x).reshape((n, c) + _as3d(x.shape[2:]))
-    res = out.reshape(n, g, cpg, p_out)
+    x5_shape = (n, c) + _as3d(x_shape[2:])
+    res_shape = (n, g, cpg, p_out)
     ck = c * kk[0] * kk[1] * kk[2]
-    if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5.shape[2:]:
-        _product(w, x5.reshape(n, g, ck // g, p_out), res)  # 1x1: no unfold
-    elif n * ck * p_out <= SMALL_COL:  # small: one serial unfold straight from the input, one product
-        col = SCRATCH.get(1, (n, ck, p_out), x5.dtype)
-        im2col_bounded_serial(x5, col, kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2],
-                              o3[1], o3[2], 0, o3[0] * o3[1])
-        _product(w, col.reshape(n, g, ck // g, p_out), res)
-    elif s != [1, 1, 1] or not _wide_products(x5, w, res, kk, d, pb, o3, ck, g):
-        _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
-    return out
+    product = _product if blas.may_widen(cpg, p_out, ck // max(g, 1), n * g) else _product_narrow
+
+    def empty(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = OUTPUTS.empty(out_shape, x.dtype)
+        return out, out.reshape(res_shape)
+
+    if prod(out_shape) == 0 or w.shape[2] == 0:
+        def degenerate(x: np.ndarray) -> np.ndarray:
+            out = OUTPUTS.empty(out_shape, x.dtype)
+            out[...] = 0  # no input channels: sums over nothing
+            return out
+        return degenerate
+    if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5_shape[2:]:
+        cols_shape = (n, g, ck // g, p_out)
+
+        def pointwise(x: np.ndarray) -> np.ndarray:  # 1x1: no unfold
+            out, res = empty(x)
+            product(w, np.ascontiguousarray(x).reshape(cols_shape), res)
+            return out
+        return pointwise
+    if n * ck * p_out <= SMALL_COL:  # small: one serial unfold straight from the input, one product
+        unfold_args = (kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], o3[1], o3[2], 0,
+                       o3[0] * o3[1])
+        col_shape, cols_shape = (n, ck, p_out), (n, g, ck // g, p_out)
+
+        def small(x: np.ndarray) -> np.ndarray:
+            out, res = empty(x)
+            col = SCRATCH.get(1, col_shape, x.dtype)
+            im2col_bounded_serial(np.ascontiguousarray(x).reshape(x5_shape), col, *unfold_args)
+            product(w, col.reshape(cols_shape), res)
+            return out
+        return small
+
+    def unfolded(x: np.ndarray) -> np.ndarray:
+        out, res = empty(x)
+        x5 = np.ascontiguousarray(x).reshape(x5_shape)
+        if s != [1, 1, 1] or not _wide_products(x5, w, res, kk, d, pb, o3, ck, g):
+            _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
+        return out
+    return unfolded
+
+
+def _product_narrow(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
+    """out = w @ col (BLAS) for a product too small ever to get more BLAS threads."""
+    np.matmul(w, col, out=out)
 
 
 def _product(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:

@@ -229,7 +229,9 @@ class _ForwardBase(Op):
         w_inner = (conv.channels_inner_filter(ready[1]) if ready is not None and ready[0] == "depthwise"
                    and ready[1].ndim <= 3 else None)
 
-        memo: dict[tuple, tuple] = {}  # (data shape, filter shape) -> the checked geometry, as tuples
+        # (data shape, filter shape) -> the checked geometry as tuples, and for constant weights (not
+        # depthwise) conv.forward_plan's plan for that input shape
+        memo: dict[tuple, tuple] = {}
 
         @_runtime(ctx)
         def run(ins):
@@ -242,11 +244,16 @@ class _ForwardBase(Op):
                 a = _spatial_attrs(ctx.attrs, x.ndim - 2, ("strides", "dilations", "pads_begin", "pads_end"))
                 out_sp, begin = forward_geometry(x.shape[2:], k, a, auto_pad)
                 geom = (tuple(a["strides"]), tuple(a["dilations"]), tuple(begin), tuple(out_sp))
+                plan = (conv.forward_plan(x.shape, ready[1], tuple(ready[2]), *geom)
+                        if ready is not None and ready[0] == "gemm" else None)
+                geom += (plan,)
                 if len(memo) < 64:
                     memo[key] = geom
-            strides, dilations, begin, out_sp = geom
-            kind, wp, k = ready if ready is not None else prepare(w)
+            strides, dilations, begin, out_sp, plan = geom
             xc = x.astype(work, copy=False)
+            if plan is not None:
+                return [_to_output(plan(xc), dtype)]
+            kind, wp, k = ready if ready is not None else prepare(w)
             if kind == "depthwise":
                 y = conv.conv_depthwise(xc, wp, strides, dilations, begin, out_sp, w_inner if ready else None)
             else:

@@ -461,11 +461,19 @@ def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     ins = [fc.info(tuple(s)) for s in node.sources]
     conv = node.op.build(NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs)))
     consts = [fc.const(tuple(s)) for s in node.sources[1:]]
-    from ..kernels.activation import bias_activation
+    from ..kernels.activation import bias_activation_plan
+
+    epilogues: dict[tuple, Callable[[np.ndarray], np.ndarray]] = {}  # (shape, dtype) -> its plan
 
     def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
         (out,) = conv([xs[0], *consts])
-        return [bias_activation(out, bias, code, p0, p1)]
+        key = (out.shape, out.dtype)
+        epilogue = epilogues.get(key)
+        if epilogue is None:
+            epilogue = bias_activation_plan(out.shape, out.dtype, bias, code, p0, p1)
+            if len(epilogues) < 64:
+                epilogues[key] = epilogue
+        return [epilogue(out)]
 
     return Fusion(nodes, [tuple(node.sources[0])], run, "+".join(n.op_type for n in nodes))
 
