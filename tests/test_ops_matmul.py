@@ -111,6 +111,29 @@ def test_batched_a_against_const_2d_b(tmp_path):
         np.testing.assert_allclose(y.astype(np.float64), R.matmul(a, w, False, True), rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("et, dt", [("f32", np.float32), ("f64", np.float64), ("i32", np.int32)])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_batched_a_against_const_2d_b_of_its_own_type_is_one_gemm(tmp_path, et, dt, transpose_b):
+    """[..., M, K] x const [K, N] in the compute type: one product over all rows, its plan kept per shape
+    of A -- numpy's matmul's values (exact for integers; floats to rounding: BLAS may block the rows
+    differently), at two shapes, each run twice."""
+    rng = np.random.default_rng(8)
+    w = (rng.standard_normal((6, 5) if transpose_b else (5, 6)) * 4).astype(dt)
+    b = single_op_model("MatMul", [("param:a", ((-1, -1, -1, 5), et)), ("w", w)], [((-1, -1, -1, 6), et)],
+                        {"transpose_b": transpose_b}, version="opset1")
+    m = irnorm.load(b.save(tmp_path))
+    wm = w.T if transpose_b else w
+    for shape in [(2, 3, 4, 5), (1, 1, 7, 5), (2, 3, 4, 5)]:
+        a = (rng.standard_normal(shape) * 4).astype(dt)
+        for _ in range(2):
+            y = m.run({"a": a})["y"]
+            assert y.dtype == dt and y.flags.c_contiguous
+            if et == "i32":
+                np.testing.assert_array_equal(y, np.matmul(a, wm))
+            else:
+                np.testing.assert_allclose(y, np.matmul(a, wm), rtol=1e-6, atol=1e-5)
+
+
 @requires_openvino
 def test_openvino_linear_layer_f16_weight_two_shapes(tmp_path):
     """An OpenVINO-written Linear layer (weight compressed to f16 + decompression Convert), batched

@@ -57,3 +57,64 @@ def test_a_fully_masked_row_gives_nan_and_causal_matches_openvino(tmp_path):
     y = irnorm.load(b.save(tmp_path, "masked")).run({n: np.ones(s, np.float32) for n, s in
                                                      (("q", (2, 4)), ("k", (3, 4)), ("v", (3, 4)))})["y"]
     assert np.all(np.isfinite(y[0])) and np.all(np.isnan(y[1]))
+
+
+def _sdpa_reference(q, k, v, mask, causal, scale):
+    """float64 numpy: softmax(q k^T * scale + causal + mask) v, masks broadcast numpy-style."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        s = s + np.where(np.tril(np.ones(s.shape[-2:], bool)), 0.0, -np.inf)
+    if mask is not None:
+        s = s + (np.where(mask, 0.0, -np.inf) if mask.dtype == np.bool_ else mask.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, monkeypatch, case):
+    """Heads of up to ATTENTION_ROWS_MAX multiply-adds run in one attention_rows call (scores, causal and
+    boolean/additive masks broadcast over batch, query or key positions, softmax, weighted sum); larger
+    ones and other broadcasts take two BLAS products.  Both agree with each other and with float64,
+    fully masked rows (NaN) included."""
+    from irnorm.kernels import softmax as ksoftmax
+    from irnorm.ops import attention
+
+    rng = np.random.default_rng(40 + case)
+    batch = [(1, 2), (2, 3), (3,), (1, 4)][case % 4]
+    L, S, E, Ev = int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 17)), int(rng.integers(1, 9))
+    causal = case in (0, 7)  # no mask there
+    mask_shape = [None, (L, S), batch + (L, S), (L, 1), (S,), (), (1, S)][case % 7]
+    mask_dtype = "boolean" if case % 2 else "f32"
+    ins = [("param:q", (batch + (L, E), "f32")), ("param:k", (batch + (S, E), "f32")),
+           ("param:v", (batch + (S, Ev), "f32"))]
+    feeds = {"q": rng.standard_normal(batch + (L, E)).astype(np.float32),
+             "k": rng.standard_normal(batch + (S, E)).astype(np.float32),
+             "v": rng.standard_normal(batch + (S, Ev)).astype(np.float32)}
+    mask = None
+    if mask_shape is not None:
+        ins.append(("param:m", (mask_shape, mask_dtype)))
+        if mask_dtype == "boolean":
+            mask = rng.random(mask_shape) < 0.7
+            if mask.ndim >= 2 and case == 1:
+                mask[..., 0, :] = False  # a fully masked query row: NaN
+        else:
+            mask = (rng.standard_normal(mask_shape) * 2).astype(np.float32)
+        feeds["m"] = mask
+    b = single_op_model("ScaledDotProductAttention", ins, [(batch + (L, Ev), "f32")], {"causal": causal},
+                        version="opset13")
+    xml = b.save(tmp_path, "sdpa")
+    calls = []
+    orig = ksoftmax.attention_rows
+    monkeypatch.setattr(ksoftmax, "attention_rows", lambda *a: calls.append(1) or orig(*a))
+    small = irnorm.load(xml).run(feeds)["y"]
+    assert calls, "the one-kernel path did not run"
+    monkeypatch.setattr(attention, "ATTENTION_ROWS_MAX", 0)
+    n = len(calls)
+    blas = irnorm.load(xml).run(feeds)["y"]
+    assert len(calls) == n  # the BLAS path
+    want = _sdpa_reference(feeds["q"], feeds["k"], feeds["v"], mask, causal, 1 / np.sqrt(E))
+    np.testing.assert_array_equal(np.isnan(small), np.isnan(want))
+    np.testing.assert_allclose(small, blas, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(small, want, rtol=2e-5, atol=2e-6)

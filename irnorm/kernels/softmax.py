@@ -79,3 +79,54 @@ def softmax(x: np.ndarray, axis: int, cdt: np.dtype, log: bool = False) -> np.nd
     rows = np.ascontiguousarray(moved).reshape(-1, moved.shape[-1]) if moved.ndim else moved.reshape(1, 1)
     y = softmax_rows(rows, log).reshape(moved.shape)
     return y if last else np.moveaxis(y, -1, axis)
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _dot(a, b):
+    """a . b in their type, reassociated and fused so that it vectorizes (as BLAS's products do)."""
+    acc = cast_like(0.0, a)
+    for e in range(a.shape[0]):
+        acc += a[e] * b[e]
+    return acc
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
+    """Scaled dot-product attention for small heads, one call for all of them: q [B, L, E], k [B, S, E],
+    v [B, S, Ev] -> out [B, L, Ev] (all C-contiguous, one float type).  Per query row: the scores
+    q.k * scale, plus the causal mask (-inf above the diagonal) and `mask` [Bm, Lm, Sm] (Bm in {1, B},
+    Lm in {1, L}, Sm in {1, S}; Sm == 0: no mask; additive, or boolean when `bool_mask`: False masks),
+    then the softmax of _row, then the weighted sum of v's rows.  Scores and sums accumulate in the
+    data's type, as BLAS does."""
+    n_batch, n_q, n_e = q.shape
+    n_s, n_ev = k.shape[1], v.shape[2]
+    scores = np.empty((1, n_s), q.dtype)
+    probs = np.empty((1, n_s), q.dtype)
+    has_mask = mask.shape[2] > 0
+    per_key = mask.shape[2] > 1
+    minus_inf = cast_like(-np.inf, q)
+    zero = cast_like(0.0, q)
+    for b in range(n_batch):
+        mb = b if mask.shape[0] > 1 else 0
+        for i in range(n_q):
+            mi = i if mask.shape[1] > 1 else 0
+            for j in range(n_s):
+                acc = _dot(q[b, i], k[b, j]) * scale
+                if causal and j > i:
+                    acc += minus_inf
+                if has_mask:
+                    mv = mask[mb, mi, j if per_key else 0]
+                    if bool_mask:  # True keeps the score (+0, as the additive form), False masks it
+                        acc += zero if mv else minus_inf
+                    else:
+                        acc += mv
+                scores[0, j] = acc
+            _row(scores, probs, 0, False)
+            o = out[b, i]
+            for c in range(n_ev):
+                o[c] = 0
+            for j in range(n_s):
+                p = probs[0, j]
+                vj = v[b, j]
+                for c in range(n_ev):
+                    o[c] += p * vj[c]

@@ -100,8 +100,30 @@ class MatMul(Op):
         const_b = ctx.inputs[1].value
         b_ready = prep_b(np.asarray(const_b)) if const_b is not None else None
 
+        # constant B [K, N], A [..., M, K] in the compute type: (A's shape) -> (result shape, A's rows
+        # shape, whether the product may get more BLAS threads), for the one-GEMM path below
+        rows_plans: dict[tuple, tuple] = {}
+        rows_ok = b_ready is not None and np.ndim(const_b) == 2 and dtype == work and not ta
+
         def run(ins):
             a, b = ins
+            if rows_ok and a.ndim > 2 and a.dtype == dtype and a.flags.c_contiguous:
+                plan = rows_plans.get(a.shape)
+                if plan is None:
+                    rows = math.prod(a.shape[:-1])
+                    plan = (a.shape[:-1] + (b_ready.shape[-1],), (rows, a.shape[-1]), (rows, b_ready.shape[-1]),
+                            blas.may_widen(a.shape[-2], b_ready.shape[-1], a.shape[-1], math.prod(a.shape[:-2])))
+                    if len(rows_plans) < 64:
+                        rows_plans[a.shape] = plan
+                y_shape, a_rows, y_rows, may_widen = plan
+                y = np.empty(y_shape, dtype)
+                wide = may_widen and blas.widen(a.shape[-2], b_ready.shape[-1], a.shape[-1], math.prod(a.shape[:-2]))
+                try:
+                    np.matmul(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
+                finally:
+                    if wide:
+                        blas.narrow()
+                return [y]
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
