@@ -438,12 +438,12 @@ def test_matmul_is_left_alone(tmp_path, case):
 
 @pytest.mark.parametrize("code_name, with_bias", [("gelu_erf", True), ("relu", False), (None, True)])
 def test_bias_activation_last_kernel(code_name, with_bias):
-    """The last-axis in-place kernel, serial and parallel: bit-identical to an Add followed by the
-    activation kernel."""
+    """The last-axis in-place kernel, serial and parallel, short rows (staged several at a time) and long
+    ones: bit-identical to an Add followed by the activation kernel."""
     from irnorm.kernels import PARALLEL_MIN, activation
 
     rng = np.random.default_rng(6)
-    for shape in [(3, 7), (4, 300, 40)]:
+    for shape in [(3, 7), (4, 300, 40), (2, 600), (64, 1024)]:
         y = rng.standard_normal(shape).astype(np.float32)
         b = rng.standard_normal(shape[-1]).astype(np.float32) if with_bias else None
         code = activation.CODES[code_name] if code_name else -1

@@ -347,28 +347,44 @@ def _bias_act_rows(code, y, bias, c_count, r0, r1, p0, p1, k):
 
 
 @njit(**_JIT)
-def _bias_act_short_rows(code, y, bias, c_count, p0, p1, k):
-    """_bias_act_rows for rows shorter than a staging chunk (small feature maps: [288 channels, 2x2]):
-    the biased values of as many whole rows as fit are staged, then one activation call runs over them
-    all, instead of one call per few-element row.  Same operations per element."""
-    rows, inner = y.shape
+def _bias_act_short_rows(code, y, bias, c_count, per_column, r0, r1, p0, p1, k):
+    """Rows r0..r1-1 of y [rows, inner] with rows shorter than a staging chunk (small feature maps:
+    [288 channels, 2x2]; a small MatMul's [tokens, features]): the biased values of as many whole rows as
+    fit are staged, then one activation call runs over them all, instead of one call per short row.
+    The bias is one value per row's channel (r % c_count), or per column when `per_column`; an empty
+    bias adds zero.  Same operations per element as _add_activate."""
+    inner = y.shape[1]
     per = max(1, _ACT_CHUNK // inner)
     buf = np.empty(per * inner, y.dtype)
     zero = k[0]
-    for r0 in range(0, rows, per):
-        r1 = min(rows, r0 + per)
+    has_bias = bias.shape[0] > 0
+    for c0 in range(r0, r1, per):
+        c1 = min(r1, c0 + per)
         q = 0
-        for r in range(r0, r1):
-            b = bias[r % c_count] if bias.shape[0] else zero
+        for r in range(c0, c1):
             row = y[r]
-            for i in range(inner):
-                buf[q] = row[i] + b
-                q += 1
-        seg = y[r0:r1].reshape(-1)
+            dst = buf[q:q + inner]  # indices from 0 (not q + i): no wraparound checks, the loops vectorize
+            if per_column and has_bias:
+                for i in range(inner):
+                    dst[i] = row[i] + bias[i]
+            else:
+                b = bias[r % c_count] if has_bias else zero
+                for i in range(inner):
+                    dst[i] = row[i] + b
+            q += inner
+        seg = y[c0:c1].reshape(-1)
         if code >= 0:
             _apply(code, buf[:q], seg, p0, p1, k)
         else:
             seg[:] = buf[:q]
+
+
+@njit(parallel=True, **_JIT)
+def _bias_act_short_parallel(code, y, bias, c_count, per_column, p0, p1, k, tasks):
+    rows = y.shape[0]
+    for t in prange(tasks):
+        _bias_act_short_rows(code, y, bias, c_count, per_column, t * rows // tasks, (t + 1) * rows // tasks, p0,
+                             p1, k)
 
 
 @njit(parallel=True, **_JIT)
@@ -411,7 +427,7 @@ def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarr
     if rows_shape[1] < _ACT_CHUNK // 4:
         def short_rows(y: np.ndarray) -> np.ndarray:
             y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
-            _bias_act_short_rows(code, y.reshape(rows_shape), b, c, a0, a1, k)
+            _bias_act_short_rows(code, y.reshape(rows_shape), b, c, False, 0, rows_shape[0], a0, a1, k)
             return y
         return short_rows
 
@@ -457,8 +473,15 @@ def bias_activation_last(y: np.ndarray, bias: np.ndarray | None, code: int, p0: 
     rows = y.reshape(-1, y.shape[-1])
     b = np.zeros(0, y.dtype) if bias is None else bias
     ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
+    short = rows.shape[1] < _ACT_CHUNK // 4
     if y.size >= PARALLEL_MIN and rows.shape[0] > 1:
-        _bias_act_cols_parallel(code, rows, b, ftype(p0), ftype(p1), k, min(rows.shape[0], 64))
+        tasks = min(rows.shape[0], 64)
+        if short:
+            _bias_act_short_parallel(code, rows, b, 1, True, ftype(p0), ftype(p1), k, tasks)
+        else:
+            _bias_act_cols_parallel(code, rows, b, ftype(p0), ftype(p1), k, tasks)
+    elif short:
+        _bias_act_short_rows(code, rows, b, 1, True, 0, rows.shape[0], ftype(p0), ftype(p1), k)
     else:
         _bias_act_cols(code, rows, b, 0, rows.shape[0], ftype(p0), ftype(p1), k)
     return y
