@@ -409,3 +409,42 @@ def test_depthwise_channels_inner_equals_the_other_kernels(monkeypatch, seed):
         np.testing.assert_array_equal(y, other, err_msg=f"case {case}")
         np.testing.assert_array_equal(y_kept, other)
         np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bands, parallel", [(False, False), (True, False), (True, True)])
+def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch, bands, parallel):
+    """Stride-1 2-D convolutions with at most DIRECT_MAX_COUT output channels (one group) run the direct
+    kernel from the padded planes, band by band of output rows, serial or on the pool: the float64
+    reference's values (and the GEMM path's, to rounding) over random geometries, dilations and pads."""
+    from irnorm.kernels import conv
+
+    if bands:
+        monkeypatch.setattr(conv, "DIRECT_BAND_ELEMS", 64)  # a band of one or two rows
+    if parallel:
+        monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
+    taken = []
+    orig = conv.direct_conv
+    monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
+    rng = np.random.default_rng(21)
+    for case in range(10):
+        cout = int(rng.integers(1, conv.DIRECT_MAX_COUT + 1))
+        k = [int(v) for v in rng.integers(1, 4, 2)]
+        least = -(-conv.DIRECT_MIN_TAPS // (k[0] * k[1]))
+        cin = int(rng.integers(least, least + 8))
+        d = [int(v) for v in rng.integers(1, 3, 2)]
+        pb = [int(v) for v in rng.integers(0, 3, 2)]
+        pe = [int(v) for v in rng.integers(0, 3, 2)]
+        spatial = [int(v) + (kk - 1) * dd for v, kk, dd in zip(rng.integers(1, 14, 2), k, d, strict=True)]
+        x = rng.standard_normal((int(rng.integers(1, 3)), cin, *spatial)).astype(np.float32)
+        w = rng.standard_normal((cout, cin, *k)).astype(np.float32)
+        exp = R.convolution(x, w, [1, 1], pb, pe, d)
+        wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+        before = len(taken)
+        y = np.array(conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:]), copy=True)
+        assert len(taken) == before + 1, f"case {case}: not the direct kernel"
+        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
+        with monkeypatch.context() as mp:
+            mp.setattr(conv, "DIRECT_MAX_COUT", 0)
+            other = conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:])
+        np.testing.assert_allclose(y, other, rtol=1e-4, atol=1e-4)
+    assert (max(taken) > 1) == parallel
