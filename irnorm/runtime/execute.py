@@ -136,6 +136,9 @@ def _run_steps(plan: Plan, slots: list[np.ndarray | None], direct: dict[int, np.
                hook: LayerHook | None) -> None:
     """Every step in order: operands from the slots, outputs into them (or into the caller's out=
     arrays in `direct`), dead values freed."""
+    if hook is None and not direct:
+        _run_plain(plan, slots)
+        return
     if direct:
         from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels
     for st in plan.steps:
@@ -160,6 +163,32 @@ def _run_steps(plan: Plan, slots: list[np.ndarray | None], direct: dict[int, np.
             slots[s] = o
         for s in st.free_slots:
             slots[s] = None
+
+
+def _run_plain(plan: Plan, slots: list[np.ndarray | None]) -> None:
+    """_run_steps without a hook or out= arrays, the common call: the steps' fields read from one tuple
+    each (about 0.3 us a step less than the general loop; a tiny transformer has 50-140 steps)."""
+    st = None
+    try:
+        for kernel, argv, arg_slots, out_slots, free_slots, st in plan.flat:  # noqa: B007 - st: for the errors
+            ins = argv.copy()
+            for i, s in arg_slots:
+                ins[i] = slots[s]
+            outs = kernel(ins)
+            if len(out_slots) == 1:
+                slots[out_slots[0]] = outs[0]
+            else:
+                for s, o in zip(out_slots, outs, strict=False):
+                    slots[s] = o
+            for s in free_slots:
+                slots[s] = None
+    except RuleError as e:  # a data-dependent rule (e.g. integer division by zero)
+        raise InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
+                                    **st.node.layer.where(plan.graph.path))) from None
+    except IrnormError as e:
+        for d in e.diagnostics:
+            d.file = d.file or plan.graph.path
+        raise
 
 
 def _call(st: Step, ins: list[np.ndarray], hook: LayerHook | None) -> Sequence[np.ndarray]:

@@ -77,6 +77,8 @@ class Plan:
     constants: dict[Value, np.ndarray]
     outputs: list[Value]
     slot_of: dict[Value, int] | None = None  # runtime value -> its slot in execute()'s value list
+    # per step, what execute()'s plain loop reads: (kernel, argv, arg_slots, out_slots, free_slots, step)
+    flat: list[tuple] | None = None
     uses_blas: bool = False  # a step calls numpy's BLAS (execute() then sets its threads: kernels/blas.py)
 
     def assign_slots(self) -> None:
@@ -95,6 +97,7 @@ class Plan:
             st.out_slots = tuple(slot_of[(st.node.index, k)] for k in range(len(st.node.outputs)))
             st.free_slots = tuple(slot_of[a] for a in st.frees if a in slot_of)
         self.slot_of = slot_of
+        self.flat = [(st.kernel, st.argv, st.arg_slots, st.out_slots, st.free_slots, st) for st in self.steps]
 
     @property
     def parameters(self) -> list[int]:
