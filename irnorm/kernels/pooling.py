@@ -93,9 +93,12 @@ def _max_parallel(x, out, idx, k, s, d, pb, low, tasks, border_only):
 # 3x3 / stride 2 MaxPool); the same task then does its planes' border windows with _max_rows.  Same
 # rule: the first maximum wins ties, NaN only as the first tap.
 @njit(nogil=True, cache=True, inline="always")
-def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw, sh, sw):
+def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw, sh, sw, with_idx):
     # Indices are cast to unsigned (all are >= 0 here): with signed ones Numba checks each for a
-    # negative wraparound, which kept LLVM from optimizing the taps (6x slower measured).
+    # negative wraparound, which kept LLVM from optimizing the taps (6x slower measured).  `with_idx`
+    # is a literal at every call (inlined): without the running argmax, whose writes kept LLVM from
+    # turning the taps into vector max operations, the loop is about 5x faster; `best = v if v > best
+    # else best` is then x86's max instruction exactly, so ties and NaN come out the same either way.
     W = x.shape[3]
     for p in range(p_lo, p_hi):
         up = np.uintp(p)
@@ -108,11 +111,15 @@ def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
                 for b in range(kh):
                     for c in range(kw):
                         v = x[up, 0, np.uintp(y0 + b), np.uintp(t0 + c)]
-                        if v > best:
-                            best = v
-                            arg = (y0 + b) * W + t0 + c
+                        if with_idx:
+                            if v > best:
+                                best = v
+                                arg = (y0 + b) * W + t0 + c
+                        else:
+                            best = v if v > best else best
                 out[up, 0, np.uintp(oh), np.uintp(ow)] = best
-                idx[up, 0, np.uintp(oh), np.uintp(ow)] = arg
+                if with_idx:
+                    idx[up, 0, np.uintp(oh), np.uintp(ow)] = arg
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
@@ -124,11 +131,11 @@ def _max_inside_parallel(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, 
     for t in prange(tasks):
         p0, p1 = t * n // tasks, (t + 1) * n // tasks
         if window == 0:
-            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2)
+            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2, True)
         elif window == 1:
-            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1)
+            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1, True)
         else:
-            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2)
+            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2, True)
         _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
 
 
@@ -157,26 +164,6 @@ def _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
             else:
                 for ow in range(OW):
                     _max_one(x, out, idx, p, oh, ow, k, s, d, pb, low, dims)
-
-
-# Values only (the index output unread, as in every exported CNN): the same windows without the
-# running argmax, whose writes kept LLVM from turning the taps into vector max operations (about 5x
-# faster for ResNet's 3x3 / stride 2 pool).  `best = v if v > best else best` is x86's max instruction
-# exactly, so ties and NaN come out as in _max_inside: the first maximum wins, NaN only as the first tap.
-@njit(nogil=True, cache=True, inline="always")
-def _max_values_inside(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw, sh, sw):
-    for p in range(p_lo, p_hi):
-        up = np.uintp(p)
-        for oh in range(y_lo, y_hi):
-            y0 = oh * sh - ph
-            for ow in range(x_lo, x_hi):
-                t0 = ow * sw - pw
-                best = x[up, 0, np.uintp(y0), np.uintp(t0)]
-                for b in range(kh):
-                    for c in range(kw):
-                        v = x[up, 0, np.uintp(y0 + b), np.uintp(t0 + c)]
-                        best = v if v > best else best
-                out[up, 0, np.uintp(oh), np.uintp(ow)] = best
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -223,11 +210,11 @@ def _max_values_parallel(x, out, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks
     for t in prange(tasks):
         p0, p1 = t * n // tasks, (t + 1) * n // tasks
         if window == 0:
-            _max_values_inside(x, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2)
+            _max_inside(x, out, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2, False)
         elif window == 1:
-            _max_values_inside(x, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1)
+            _max_inside(x, out, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1, False)
         else:
-            _max_values_inside(x, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2)
+            _max_inside(x, out, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2, False)
         _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
 
 

@@ -152,13 +152,8 @@ def _run_steps(plan: Plan, slots: list[np.ndarray | None], direct: dict[int, np.
                     outs = _call(st, ins, hook)
             else:
                 outs = _call(st, ins, hook)
-        except RuleError as e:  # a data-dependent rule (e.g. integer division by zero)
-            raise InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
-                                        **st.node.layer.where(plan.graph.path))) from None
-        except IrnormError as e:
-            for d in e.diagnostics:
-                d.file = d.file or plan.graph.path
-            raise
+        except (RuleError, IrnormError) as e:
+            raise _located(e, st, plan) from None
         for s, o in zip(st.out_slots, outs, strict=False):
             slots[s] = o
         for s in st.free_slots:
@@ -182,13 +177,20 @@ def _run_plain(plan: Plan, slots: list[np.ndarray | None]) -> None:
                     slots[s] = o
             for s in free_slots:
                 slots[s] = None
-    except RuleError as e:  # a data-dependent rule (e.g. integer division by zero)
-        raise InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
-                                    **st.node.layer.where(plan.graph.path))) from None
-    except IrnormError as e:
-        for d in e.diagnostics:
-            d.file = d.file or plan.graph.path
-        raise
+    except (RuleError, IrnormError) as e:
+        raise _located(e, st, plan) from None
+
+
+def _located(e: RuleError | IrnormError, st: Step, plan: Plan) -> IrnormError:
+    """An error raised by step `st`'s kernel, as the run reports it: a data-dependent rule (e.g. integer
+    division by zero) becomes an InputError at the step's layer; other irnorm errors get the model's
+    file where they have none."""
+    if isinstance(e, RuleError):
+        return InputError(Diagnostic(e.code if e.code.startswith("IRN06") else "IRN064", e.message,
+                                     **st.node.layer.where(plan.graph.path)))
+    for d in e.diagnostics:
+        d.file = d.file or plan.graph.path
+    return e
 
 
 def _call(st: Step, ins: list[np.ndarray], hook: LayerHook | None) -> Sequence[np.ndarray]:
