@@ -108,3 +108,36 @@ def test_topk_negative_k_at_run_time_is_coded(tmp_path):
 def test_malformed_movement_layers(tmp_path, layer, inputs, outputs, attrs, version, code, fragment):
     b = single_op_model(layer, inputs, outputs, attrs, version=version)
     expect_error(b, tmp_path, code, fragment)
+
+
+@pytest.mark.parametrize("eq, shapes, product", [
+    ("bci,bcj->bij", [(2, 5, 7), (2, 5, 3)], True),  # an exported attention block's scores
+    ("bij,bcj->bci", [(2, 7, 3), (2, 5, 3)], True),  # ... and its weighted sum
+    ("ij,jk->ki", [(4, 6), (6, 3)], True),  # output transposed
+    ("abcd,adce->bae", [(2, 3, 4, 5), (2, 5, 4, 6)], True),  # two contracted labels
+    ("i,j->ij", [(4,), (5,)], True),  # outer product: nothing contracted
+    ("ij,ij->", [(3, 4), (3, 4)], True),  # everything contracted
+    ("ij,jk->i", [(4, 6), (6, 3)], False),  # k summed by B alone: einsum's
+    ("ii,ij->ij", [(4, 4), (4, 3)], False),  # a label twice in a term (diagonal)
+    ("...ij,...jk->...ik", [(2, 4, 6), (2, 6, 3)], False),  # ellipsis
+    ("bij,bjk->bik", [(1, 4, 6), (3, 6, 2)], False),  # a broadcast size-1 label
+])
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_einsum_products_run_as_one_matmul_and_match_float64(tmp_path, eq, shapes, product, dtype):
+    """Two-input equations that are batched matrix products take one matmul between transposes (kept
+    per input shapes); the rest go through numpy's einsum.  Both match float64 einsum, twice in a row."""
+    from irnorm.ops.einsum import matmul_plan
+
+    assert (matmul_plan(eq, *shapes) is not None) == product
+    rng = np.random.default_rng(len(eq))
+    nd = np.float32 if dtype == "f32" else np.float16
+    feeds = {"x": rng.standard_normal(shapes[0]).astype(nd), "z": rng.standard_normal(shapes[1]).astype(nd)}
+    want = np.einsum(eq, feeds["x"].astype(np.float64), feeds["z"].astype(np.float64))
+    b = single_op_model("Einsum", [("param:x", (shapes[0], dtype)), ("param:z", (shapes[1], dtype))],
+                        [(want.shape, dtype)], {"equation": eq}, version="opset7")
+    m = irnorm.load(b.save(tmp_path, "einsum"))
+    tol = 1e-5 if dtype == "f32" else 4e-3
+    for _ in range(2):
+        got = m.run(feeds)["y"]
+        assert got.dtype == nd and got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())

@@ -1,8 +1,10 @@
 """Einsum-7: Einstein summation by an equation such as ``bci,bcj->bij`` (ellipsis ``...`` for broadcast
 batch dims; without ``->`` the output is the ellipsis then the labels seen once, sorted).
 
-The contraction runs through numpy's einsum with ``optimize=True``, which turns it into BLAS matrix
-products; f16/bf16 compute in float32 and round once; integers in their own type.
+A two-input equation that is a batched matrix product (what exported attention blocks write) runs as
+one matmul between transposes (``matmul_plan``, kept per input shapes); others run through numpy's
+einsum with ``optimize=True``, which turns them into BLAS matrix products; f16/bf16 compute in float32
+and round once; integers in their own type.
 """
 
 from __future__ import annotations
@@ -63,6 +65,46 @@ def _output_shape(eq: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(size[c] for c in head) + (tuple(ell) if dots else ()) + tuple(size[c] for c in tail)
 
 
+def matmul_plan(eq: str, shape_a: tuple[int, ...], shape_b: tuple[int, ...]):
+    """For a two-input equation that is a batched matrix product -- explicit output, no '...', no label
+    twice in a term, every label one size, every label kept or contracted (none summed away by one
+    input alone) -- a function (a, b) -> result doing it with one matmul between two transposes; else
+    None.  numpy's einsum(optimize=True) finds the same product but spends tens of us in Python on
+    the path each call ("bci,bcj->bij" on [1, 32, 256]: 70 against 36 us)."""
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if not arrow or len(terms) != 2 or "..." in eq:
+        return None
+    ta, tb = terms
+    if any(len(set(t)) != len(t) for t in (ta, tb, out)) or len(ta) != len(shape_a) or len(tb) != len(shape_b):
+        return None
+    size: dict[str, int] = {}
+    for t, shp in ((ta, shape_a), (tb, shape_b)):
+        for lab, d in zip(t, shp, strict=True):
+            if size.setdefault(lab, d) != d:
+                return None  # a broadcast size-1 label: einsum's job
+    if any(lab not in out and (lab not in ta or lab not in tb) for lab in size):
+        return None  # a label summed by one input alone
+    batch = [c for c in out if c in ta and c in tb]
+    left = [c for c in out if c in ta and c not in tb]
+    right = [c for c in out if c in tb and c not in ta]
+    contract = [c for c in ta if c in tb and c not in out]
+    perm_a = [ta.index(c) for c in batch + left + contract]
+    perm_b = [tb.index(c) for c in batch + contract + right]
+    nb, nl, nk, nr = (int(np.prod([size[c] for c in g], dtype=np.int64)) for g in (batch, left, contract, right))
+    mid = tuple(size[c] for c in batch + left + right)
+    order = batch + left + right
+    perm_out = [order.index(c) for c in out]
+
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        am = a.transpose(perm_a).reshape(nb, nl, nk)
+        bm = b.transpose(perm_b).reshape(nb, nk, nr)
+        y = np.matmul(am, bm).reshape(mid).transpose(perm_out)  # a fresh product: only a permuted one copies
+        return y if y.flags.c_contiguous else y.copy()
+
+    return run
+
+
 @register
 class Einsum(Op):
     uses_blas = True
@@ -87,9 +129,21 @@ class Einsum(Op):
     def build(self, ctx: NodeContext) -> Kernel:
         eq, layer = ctx.attrs["equation"], ctx.layer
 
+        products: dict[tuple, object] = {}  # (input shapes) -> matmul_plan's function or None
+
         def run(ins):
             dt = ins[0].dtype
             cdt = compute_dtype(dt) if dt.kind == "f" or dt.name == "bfloat16" else dt
+            if len(ins) == 2 and cdt.kind == "f":
+                key = (ins[0].shape, ins[1].shape)
+                product = products.get(key, False)
+                if product is False:
+                    product = matmul_plan(eq, *key)
+                    if len(products) < 64:
+                        products[key] = product
+                if product is not None:
+                    y = product(np.asarray(ins[0], dtype=cdt), np.asarray(ins[1], dtype=cdt))
+                    return [y if y.dtype == dt else cast(y, dt)]
             try:
                 y = np.einsum(eq, *(np.asarray(a, dtype=cdt) for a in ins), optimize=True)
             except ValueError as e:
