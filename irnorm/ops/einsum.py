@@ -113,7 +113,8 @@ class Einsum(Op):
     opsets = (7, None)
     inputs = (1, 1 << 10)
     schema = AttrSchema([Attr("equation", parse_equation)])
-    doc = "Einstein summation by `equation` (ellipsis broadcast; implicit output); numpy einsum -> BLAS."
+    doc = ("Einstein summation by `equation` (ellipsis broadcast; implicit output); a two-input batched "
+           "matrix product as one matmul, other equations through numpy einsum -> BLAS.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         t = ctx.inputs[0].dtype
