@@ -39,7 +39,7 @@ class _Softmax(Op):
                 y = softmax(x.reshape(1), 0, compute_dtype(x.dtype), log).reshape(())
             else:
                 y = softmax(x, self._axis(axis, x.ndim), compute_dtype(x.dtype), log)
-            return [cast(y, x.dtype)]
+            return [y if y.dtype == x.dtype and y.flags.c_contiguous else cast(y, x.dtype)]  # y is fresh
 
         return run
 
