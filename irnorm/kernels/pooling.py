@@ -122,21 +122,32 @@ def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
                     idx[up, 0, np.uintp(oh), np.uintp(ow)] = arg
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _inside_windows(x, out, idx, pb, y_lo, y_hi, x_lo, x_hi, p0, p1, window, with_idx):
+    """The inside windows of planes p0..p1-1 for window shape number `window` in _MAX_INSIDE: each
+    branch inlines _max_inside with its constants, so each is compiled for its shape."""
+    if window == 0:
+        _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2, with_idx)
+    elif window == 1:
+        _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1, with_idx)
+    else:
+        _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2, with_idx)
+
+
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def _max_inside_parallel(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks, window):
-    """Per task, a block of planes: the inside windows of window shape number `window` in _MAX_INSIDE
-    (each branch inlines _max_inside with its constants, so each is compiled for its shape), then the
-    border windows by _max_rows."""
+def _max_inside_parallel(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks, window, with_idx):
+    """Per task, a block of planes: the inside windows (_inside_windows), then the border ones -- with
+    the indices into idx, or (with_idx False, idx unused) values only.  Each branch passes a literal,
+    so the inlined kernels are compiled with and without the argmax."""
     n = x.shape[0]
     for t in prange(tasks):
         p0, p1 = t * n // tasks, (t + 1) * n // tasks
-        if window == 0:
-            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2, True)
-        elif window == 1:
-            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1, True)
+        if with_idx:
+            _inside_windows(x, out, idx, pb, y_lo, y_hi, x_lo, x_hi, p0, p1, window, True)
+            _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
         else:
-            _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2, True)
-        _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
+            _inside_windows(x, out, idx, pb, y_lo, y_hi, x_lo, x_hi, p0, p1, window, False)
+            _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -203,23 +214,8 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
                     _max_values_clipped(x, out, p, oh, ow, ya, yb, kw, sw, pw, low)
 
 
-@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def _max_values_parallel(x, out, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, tasks, window):
-    """_max_inside_parallel without the indices (tasks = 1 runs on the calling thread only)."""
-    n = x.shape[0]
-    for t in prange(tasks):
-        p0, p1 = t * n // tasks, (t + 1) * n // tasks
-        if window == 0:
-            _max_inside(x, out, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2, False)
-        elif window == 1:
-            _max_inside(x, out, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1, False)
-        else:
-            _max_inside(x, out, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 2, 2, 2, 2, False)
-        _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
-
-
 # window shapes (kh, kw, sh, sw) with a kernel of their own, the ones CNNs use, in the order of the
-# branches of _max_inside_parallel
+# branches of _inside_windows
 _MAX_INSIDE = {(3, 3, 2, 2): 0, (3, 3, 1, 1): 1, (2, 2, 2, 2): 2}
 
 
@@ -311,12 +307,8 @@ def max_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: 
             y_lo, y_hi = _inside_range(oshape[2], window[0], window[2], int(p3[1]), xs.shape[2])
             x_lo, x_hi = _inside_range(oshape[3], window[1], window[3], int(p3[2]), xs.shape[3])
             tasks = max(1, min(tasks, xs.shape[0]))
-            if idx is None:
-                _max_values_parallel(xs, out, k3, s3, d3, p3, cdt.type(low), y_lo, y_hi, x_lo, x_hi, tasks,
-                                     _MAX_INSIDE[window])
-            else:
-                _max_inside_parallel(xs, out, idx, k3, s3, d3, p3, cdt.type(low), y_lo, y_hi, x_lo, x_hi,
-                                     tasks, _MAX_INSIDE[window])
+            _max_inside_parallel(xs, out, out if idx is None else idx, k3, s3, d3, p3, cdt.type(low), y_lo, y_hi,
+                                 x_lo, x_hi, tasks, _MAX_INSIDE[window], idx is not None)
         else:
             _max_parallel(xs, out, idx, k3, s3, d3, p3, cdt.type(low), tasks, False)
     return out.reshape(final), (idx.reshape(final) if indices else None)
