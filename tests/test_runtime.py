@@ -71,3 +71,58 @@ def test_ctrl_c_during_a_long_kernel_exits_promptly(tmp_path):
     assert "interrupted" in err and "Traceback" not in err
     assert waited < 2.0, f"took {waited:.2f} s to stop"
     assert not out.exists() and not list(tmp_path.glob(".irnorm-*"))
+
+
+def _chain(tmp_path, n_layers: int = 3):
+    """x -> Exp -> Add(x) -> Sqrt ... : a small model whose intermediates die one after another."""
+    b = IRBuilder("chain")
+    x = b.parameter("x", (4,), "f32")
+    v = x
+    for i in range(n_layers):
+        (v,) = b.layer("Exp" if i % 2 == 0 else "Sqrt", [v], [((4,), "f32")], {}, version="opset1", names=[f"v{i}"])
+    (y,) = b.layer("Add", [v, x], [((4,), "f32")], {"auto_broadcast": "numpy"}, version="opset1", names=["y"])
+    b.result(y)
+    b.result(v)
+    return b.save(tmp_path)
+
+
+def test_plain_runner_is_one_line_per_step_and_drops_dead_values(tmp_path):
+    """The plan runs as generated straight-line code: one kernel call per step, in order, each
+    intermediate dropped after its last reader; results equal the debugging (hooked) path's."""
+    m = irnorm.load(_chain(tmp_path))
+    plan = m._plan
+    src = plan.source
+    calls = [ln for ln in src.splitlines() if "= kernel" in ln]
+    assert len(calls) == len(plan.steps) == 4
+    assert [int(ln.split("kernel")[1].split("(")[0]) for ln in calls] == [0, 1, 2, 3]
+    first = plan.slot_of[(plan.steps[0].node.index, 0)]  # v0: read only by the next step -> dropped
+    assert f"v{first} = None" in src
+    x = np.array([0.1, 0.5, 1.0, 2.0], np.float32)
+    got = m.run({"x": x})
+    hooked = m.run({"x": x}, profile=True)
+    for k in got:
+        np.testing.assert_array_equal(got[k], hooked[k])
+    e0 = np.sqrt(np.exp(x)).astype(np.float32)
+    np.testing.assert_allclose(got["y"], np.exp(e0) + x, rtol=1e-6)
+
+
+def test_plain_runner_follows_a_replaced_kernel_and_locates_its_errors(tmp_path):
+    """assign_slots regenerates the runner from the steps' current kernels, and an irnorm error raised
+    inside a step names that step's layer (not the first or last one)."""
+    m = irnorm.load(_chain(tmp_path))
+    plan = m._plan
+    st = plan.steps[1]
+    original = st.kernel
+
+    def failing(ins):
+        raise irnorm.errors.RuleError("IRN064", "broken on purpose")
+
+    st.kernel = failing
+    plan.assign_slots()
+    with pytest.raises(irnorm.InputError) as ei:
+        m.run({"x": np.ones(4, np.float32)})
+    d0 = ei.value.diagnostics[0]
+    assert d0.layer_name == st.node.layer.name and d0.file == str(m.path)
+    st.kernel = original
+    plan.assign_slots()
+    assert np.isfinite(m.run({"x": np.ones(4, np.float32)})["y"]).all()
