@@ -119,7 +119,8 @@ class MatMul(Op):
                 y = np.empty(y_shape, dtype)
                 wide = may_widen and blas.widen(a.shape[-2], b_ready.shape[-1], a.shape[-1], math.prod(a.shape[:-2]))
                 try:
-                    np.matmul(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
+                    # np.dot: the same GEMM as np.matmul on 2-D operands, without the ufunc machinery (~0.4 us)
+                    np.dot(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
                 finally:
                     if wide:
                         blas.narrow()
