@@ -22,6 +22,7 @@ f64 compute in their own type; f16 and bf16 are converted to float32 on the way 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -353,16 +354,24 @@ def _broadcasts_into(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
     return True
 
 
+def small_ufunc(code: int, a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """numpy's ufunc for the op when both operands are small f32/f64 arrays and one of them has the
+    result's shape (numpy's loop is then cheaper than a kernel call); else None."""
+    if code not in _SMALL_UFUNC or dtype not in _NATIVE or math.prod(a_shape) > SMALL or math.prod(b_shape) > SMALL:
+        return None
+    if _broadcasts_into(b_shape, a_shape) or _broadcasts_into(a_shape, b_shape):
+        return _SMALL_UFUNC[code]
+    return None
+
+
 def binary(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """Float binary op with numpy broadcasting (a and b of one float dtype); a fresh array of
     that dtype, or None when the broadcast pattern needs the numpy fallback."""
     dt = a.dtype
-    if code in _SMALL_UFUNC and dt in _NATIVE and a.size <= SMALL and b.size <= SMALL:
-        shape = a.shape if _broadcasts_into(b.shape, a.shape) else b.shape if _broadcasts_into(a.shape, b.shape) \
-            else None
-        if shape is not None:
-            out = OUTPUTS.empty(shape, dt)  # the caller's out= array when it provided one
-            return _SMALL_UFUNC[code](a, b, out=out)  # inf/NaN are results: runs are under np.errstate
+    ufunc = small_ufunc(code, a.shape, b.shape, dt)
+    if ufunc is not None:
+        out = OUTPUTS.empty(np.broadcast_shapes(a.shape, b.shape), dt)  # the caller's out= array when it provided one
+        return ufunc(a, b, out=out)  # inf/NaN are results: runs are under np.errstate
     out_shape = np.broadcast_shapes(a.shape, b.shape)
     plan = collapse(out_shape, a.shape, b.shape)
     if plan is None:

@@ -72,6 +72,11 @@ class Recycler:
         finally:
             self._provided.arrays = prev
 
+    def providing(self) -> bool:
+        """Caller-owned destinations are waiting in this thread (a kernel must then allocate through
+        ``empty`` rather than let numpy allocate its result)."""
+        return bool(self._provided.arrays)
+
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
         provided = self._provided.arrays

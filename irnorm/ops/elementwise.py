@@ -174,8 +174,23 @@ class _Binary(Op):
         none = ctx.attrs["auto_broadcast"] == "none"
         layer = ctx.layer
 
+        from ..kernels.pool import OUTPUTS
+
+        # (a's shape, b's shape, dtype) -> numpy's ufunc when the kernel module picks it for such small
+        # operands (False: it does not), decided once per shape: the checks cost more than the addition
+        small: dict[tuple, object] = {}
+
         def run(ins):
             a, b = ins
+            key = (a.shape, b.shape, a.dtype)
+            ufunc = small.get(key)
+            if ufunc is None:
+                ufunc = (not none or a.shape == b.shape) and (a.ndim or b.ndim) and \
+                    kern.small_ufunc(code, a.shape, b.shape, a.dtype) or False
+                if len(small) < 64:
+                    small[key] = ufunc
+            if ufunc is not False and not OUTPUTS.providing():
+                return [ufunc(a, b)]  # a fresh array (not a 0-d scalar: one operand has a dim)
             if none and a.shape != b.shape:
                 raise runtime_error(layer, f"auto_broadcast=none needs equal shapes, got {list(a.shape)} and "
                                            f"{list(b.shape)}")
