@@ -80,20 +80,22 @@ class Transpose(Op):
 
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
-        perms: dict[tuple, list[int]] = {}  # (order bytes, rank) -> permutation: checked once per order
+        perms: dict = {}  # (order bytes, dtype, rank), or the rank for a constant order -> permutation
+
+        const_order = ctx.inputs[1].value is not None  # then the permutation depends on the rank only
 
         def run(ins):
             x, order = ins
-            key = (order.tobytes(), order.dtype, x.ndim)
+            key = x.ndim if const_order else (order.tobytes(), order.dtype, x.ndim)
             perm = perms.get(key)
             if perm is None:
                 try:
-                    perm = self._perm(_ints(order), x.ndim)
+                    perm = tuple(self._perm(_ints(order), x.ndim))
                 except Exception as e:
                     raise runtime_error(layer, str(e)) from None
                 if len(perms) < 32:
                     perms[key] = perm
-            return [np.ascontiguousarray(np.transpose(x, perm))]
+            return [np.ascontiguousarray(x.transpose(perm))]
 
         return run
 

@@ -27,6 +27,8 @@ Semantics follow OpenVINO 2026.4's reference implementation and shape inference:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..ir.attrs import Attr, AttrError, AttrSchema, enum, optional, parse_bool, parse_int
@@ -69,8 +71,29 @@ def _values(info: TensorInfo) -> list[int] | None:
     return None if info.value is None else [int(v) for v in np.asarray(info.value).reshape(-1)]
 
 
-def _fresh(x: np.ndarray) -> np.ndarray:
-    return np.array(x, copy=True)
+def _copy_reshaped(ctx: NodeContext, out_shape: Callable[[np.ndarray, np.ndarray | None], tuple[int, ...]]) -> Kernel:
+    """The kernel of a layer whose output is a fresh copy of its data under another shape (Reshape,
+    Squeeze, Unsqueeze): ``out_shape(x, second input or None)`` checks and returns that shape.  With
+    no second input or a constant one, the shape depends on x's shape only and is worked out once per
+    input shape (the checks cost more than copying a small tensor); a run-time second input is keyed by
+    its bytes too."""
+    const_second = len(ctx.inputs) < 2 or ctx.inputs[1].value is not None
+    memo: dict[tuple, tuple[int, ...]] = {}
+
+    def run(ins):
+        x = ins[0]
+        if const_second:
+            key = x.shape
+        else:
+            key = (x.shape, ins[1].dtype.str, ins[1].tobytes())
+        shape = memo.get(key)
+        if shape is None:
+            shape = out_shape(x, ins[1] if len(ins) > 1 else None)
+            if len(memo) < 64:
+                memo[key] = shape
+        return [x.copy().reshape(shape)]
+
+    return run
 
 
 def _carry(src: TensorInfo, out: TensorInfo) -> TensorInfo:
@@ -413,19 +436,10 @@ class Reshape(Op):
         layer = ctx.layer
         sz = ctx.attrs["special_zero"]
 
-        memo: dict[tuple, tuple[int, ...]] = {}  # (input shape, target bytes) -> output shape
+        def out_shape(x: np.ndarray, target: np.ndarray | None) -> tuple[int, ...]:
+            return _checked(layer, reshape_shape, x.shape, [int(v) for v in target.reshape(-1)], sz)
 
-        def run(ins):
-            x, target = ins
-            key = (x.shape, target.tobytes())
-            shape = memo.get(key)
-            if shape is None:
-                shape = _checked(layer, reshape_shape, x.shape, [int(v) for v in target.reshape(-1)], sz)
-                if len(memo) < 64:
-                    memo[key] = shape
-            return [_fresh(x).reshape(shape)]
-
-        return run
+        return _copy_reshaped(ctx, out_shape)
 
 
 # ---- Squeeze / Unsqueeze -------------------------------------------------------------------
@@ -476,20 +490,19 @@ class _SqueezeBase(Op):
         skip = self._skip(ctx)
         axes_known = len(ctx.inputs) > 1
 
-        def run(ins):
-            x = ins[0]
+        def out_shape(x: np.ndarray, axes_in: np.ndarray | None) -> tuple[int, ...]:
             axes = None
             if axes_known:
-                axes = sorted(set(_checked(layer, normalize_axes, [int(a) for a in ins[1].reshape(-1)], x.ndim,
+                axes = sorted(set(_checked(layer, normalize_axes, [int(a) for a in axes_in.reshape(-1)], x.ndim,
                                            "axes")))
                 if not skip and load_shape is not None:
                     for a in axes:
                         if load_shape[a] == -1 and x.shape[a] != 1:
                             raise runtime_error(layer, f"axis {a} (dynamic when loaded, so squeezed) has size "
                                                        f"{x.shape[a]}, not 1, in the input {list(x.shape)}")
-            return [_fresh(x).reshape(squeeze_shape(x.shape, axes, False))]
+            return squeeze_shape(x.shape, axes, False)
 
-        return run
+        return _copy_reshaped(ctx, out_shape)
 
 
 _SQUEEZE_DOC = ("data, optional axes (scalar or 1-D integer, constant or given at run time): removes the size-1 "
@@ -563,15 +576,14 @@ class Unsqueeze(Op):
             count = 1 if not axes_info.shape else axes_info.shape[0]
             out_rank = None if count == -1 else len(x_info.shape) + count
 
-        def run(ins):
-            x, axes = ins
+        def out_shape(x: np.ndarray, axes: np.ndarray | None) -> tuple[int, ...]:
             shape = _checked(layer, unsqueeze_shape, x.shape, [int(a) for a in axes.reshape(-1)])
             if out_rank is not None and len(shape) != out_rank:
                 raise runtime_error(layer, f"axes {axes.reshape(-1).tolist()} name an axis twice: the output would "
                                            f"have rank {len(shape)}, not the {out_rank} known when loading")
-            return [_fresh(x).reshape(shape)]
+            return shape
 
-        return run
+        return _copy_reshaped(ctx, out_shape)
 
 
 # ---- Broadcast -----------------------------------------------------------------------------
