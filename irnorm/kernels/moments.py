@@ -709,6 +709,19 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
     plain = p.perm is None and p.y_dtype == out_dtype  # no transpose, no conversion of the result
     stats = _NO_STATS[0]
 
+    if plain and block == 0 and p.y_dtype in COMPUTE_DTYPES and np.dtype(x_dtype) == p.y_dtype \
+            and 0 < math.prod(shape) * p.y_dtype.itemsize < OUTPUTS.min_bytes:
+        # The usual small call (a transformer's LayerNorm): f32/f64 rows, nothing to transpose or convert,
+        # an output below the pool's size: allocate the result in the kernel's shape and reshape it once.
+        shape, y_dtype = tuple(shape), p.y_dtype
+
+        def small_rows(x: np.ndarray) -> np.ndarray:
+            y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
+            kern(x.reshape(kshape), y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+            return y.reshape(shape)
+
+        return small_rows
+
     def run(x: np.ndarray) -> np.ndarray:
         if x.size == 0:
             return np.empty(x.shape, out_dtype)

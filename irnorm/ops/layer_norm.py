@@ -124,7 +124,7 @@ def affine_tables(shape: tuple[int, ...], axes: list[int], params: Sequence[np.n
     return tables, max(o_mod, 1), max(seg_len, 1)
 
 
-_BOUND = "bound"  # memo key suffix of a layer's bound normalizer
+_TABLES = "tables"  # memo key suffix of a shape's affine tables (the bare (shape, dtype) key: its bound normalizer)
 _NO_PLAN = object()
 
 
@@ -138,7 +138,7 @@ def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarr
     small tensor)."""
     key = (x.shape, x.dtype)
     if memo is not None and not want_stats:
-        bound = memo.get(key + (_BOUND,))  # the kernel call bound to this shape (below)
+        bound = memo.get(key)  # the kernel call bound to this shape (below)
         if bound is not None:
             return bound(x)
     from ..kernels import moments
@@ -146,15 +146,15 @@ def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarr
     if x.size == 0:
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, want_stats=want_stats)
     cdt = compute_dtype(x.dtype)
-    plan = _NO_PLAN if memo is None else memo.get(key, _NO_PLAN)
+    plan = _NO_PLAN if memo is None else memo.get(key + (_TABLES,), _NO_PLAN)
     if plan is _NO_PLAN:
         plan = affine_tables(x.shape, axes, [scale, bias])
         if memo is not None and len(memo) < 32:
-            memo[key] = plan
+            memo[key + (_TABLES,)] = plan
             if plan is not None:
                 (ts, tb), o_mod, seg_len = plan
-                memo[key + (_BOUND,)] = moments.normalizer(x.shape, x.dtype, axes, moments.INSIDE_SQRT, eps, scale=ts,
-                                                           bias=tb, o_mod=o_mod, seg_len=seg_len, out_dtype=x.dtype)
+                memo[key] = moments.normalizer(x.shape, x.dtype, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb,
+                                               o_mod=o_mod, seg_len=seg_len, out_dtype=x.dtype)
     if plan is not None:
         (ts, tb), o_mod, seg_len = plan
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb, o_mod=o_mod,

@@ -1,0 +1,103 @@
+"""The per-shape shortcuts a small model's layers take (decided once per input shape instead of per
+call) give what the general paths give: bit for bit where the arithmetic is the same, follow a change of
+shape or of a run-time operand, and still write into the caller's out= arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from irbuilder import IRBuilder
+
+import irnorm
+from irnorm.kernels import moments
+from irnorm.kernels.pool import OUTPUTS
+from irnorm.ops.layer_norm import affine_tables, pad_rank
+
+
+def _binary_model(tmp_path, op: str, a_shape, b_shape):
+    b = IRBuilder("bin")
+    a = b.parameter("a", a_shape, "f32")
+    c = b.parameter("b", b_shape, "f32")
+    out = tuple(-1 if -1 in (x, y) else max(x, y) for x, y in zip(a_shape, b_shape, strict=True))
+    (y,) = b.layer(op, [a, c], [(out, "f32")], {"auto_broadcast": "numpy"}, version="opset1", names=["y"])
+    b.result(y)
+    return irnorm.load(b.save(tmp_path))
+
+
+@pytest.mark.parametrize("op,ufunc", [("Add", np.add), ("Subtract", np.subtract), ("Multiply", np.multiply),
+                                      ("Divide", np.divide), ("Maximum", np.maximum), ("Minimum", np.minimum)])
+def test_small_binary_follows_shape_changes_and_equals_numpy(tmp_path, op, ufunc):
+    """A dynamic model alternates shapes (same-shape, broadcast either way, one element, empty): each
+    result is numpy's own, bit for bit; a memo keyed on the first shape must not leak into the next."""
+    m = _binary_model(tmp_path, op, (-1, 4), (-1, 4))
+    rng = np.random.default_rng(3)
+    for rows_a, rows_b in [(3, 3), (1, 5), (5, 1), (3, 3), (1, 1), (0, 1), (2, 2)]:
+        a = rng.standard_normal((rows_a, 4)).astype(np.float32)
+        b = (rng.standard_normal((rows_b, 4)) + 3).astype(np.float32)
+        got = m.run({"a": a, "b": b})["y"]
+        want = ufunc(a, b)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+
+
+def test_small_binary_writes_into_the_callers_out_array(tmp_path):
+    m = _binary_model(tmp_path, "Add", (2, 3), (2, 3))
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 0.5, np.float32)
+    m.run({"a": a, "b": b})  # the shape's path decided first, without out=
+    out = np.full((2, 3), np.nan, np.float32)
+    produced = []
+    got = m.run({"a": a, "b": b}, out=[out], on_layer=lambda node, arrays, _s: produced.extend(arrays))
+    assert got["y"] is out
+    np.testing.assert_array_equal(out, a + b)
+    assert any(np.shares_memory(p, out) for p in produced), "the kernel did not write into out="
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axes", [((1, 8, 32), [2]), ((3, 5), [1]), ((2, 4, 3, 7), [3]), ((1, 1, 1), [2])])
+def test_bound_small_normalizer_is_the_general_normalize(dtype, shape, axes):
+    """moments.normalizer's small-rows path (no transpose, f32/f64, output below the pool's size) gives
+    moments.normalize's result bit for bit, also with zero-variance rows and huge means; under
+    OUTPUTS.provide it writes into the given array."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 3 + 1e4).astype(dtype)
+    x.reshape(-1, shape[-1])[0] = 7.0  # a constant row: zero variance
+    n = shape[-1]
+    scale = rng.standard_normal(n).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    # the per-last-axis scale and bias as the kernels take them (how a fused MVN + Multiply + Add calls)
+    (ts, tb), o_mod, seg_len = affine_tables(shape, axes, [pad_rank(scale, len(shape)), pad_rank(bias, len(shape))])
+    kw = dict(scale=ts, bias=tb, o_mod=o_mod, seg_len=seg_len)
+    bound = moments.normalizer(shape, np.dtype(dtype), axes, moments.INSIDE_SQRT, 1e-5, **kw)
+    want = moments.normalize(x, axes, moments.INSIDE_SQRT, 1e-5, **kw)
+    got = bound(x)
+    assert got.shape == x.shape and got.dtype == x.dtype
+    np.testing.assert_array_equal(got, want)
+    assert np.isfinite(got).all()
+    ref = (x.astype(np.float64) - x.astype(np.float64).mean(-1, keepdims=True))
+    ref = ref / np.sqrt((ref * ref).mean(-1, keepdims=True) + 1e-5) * scale + bias
+    np.testing.assert_allclose(got, ref, rtol=2e-3 if dtype == np.float32 else 1e-9,
+                               atol=2e-3 if dtype == np.float32 else 1e-9)
+    dest = np.full(shape, np.nan, dtype)
+    with OUTPUTS.provide([dest]):
+        y = bound(x)
+    assert np.shares_memory(y, dest)
+    np.testing.assert_array_equal(dest, want)
+
+
+def test_reshape_with_a_runtime_target_follows_its_values(tmp_path):
+    """A Reshape whose target is an input: the shape memo is keyed by the target's bytes, so new values
+    give new shapes (and bad ones still fail at run time)."""
+    b = IRBuilder("rt")
+    x = b.parameter("x", (2, 3), "f32")
+    t = b.parameter("t", (-1,), "i64")
+    (y,) = b.layer("Reshape", [x, t], [((-1,), "f32")], {"special_zero": "false"}, version="opset1", names=["y"])
+    b.result(y)
+    m = irnorm.load(b.save(tmp_path))
+    v = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for target in ([3, 2], [6], [1, 6, 1], [3, 2], [-1, 3]):
+        got = m.run({"x": v, "t": np.array(target, np.int64)})["y"]
+        np.testing.assert_array_equal(got, v.reshape(target))
+        assert not np.shares_memory(got, v)
+    with pytest.raises(irnorm.InputError):
+        m.run({"x": v, "t": np.array([4, 2], np.int64)})
