@@ -185,8 +185,9 @@ class _Binary(Op):
             key = (a.shape, b.shape, a.dtype)
             ufunc = small.get(key)
             if ufunc is None:
-                ufunc = (not none or a.shape == b.shape) and (a.ndim or b.ndim) and \
-                    kern.small_ufunc(code, a.shape, b.shape, a.dtype) or False
+                ufunc = False
+                if (not none or a.shape == b.shape) and (a.ndim or b.ndim):  # two 0-d: numpy gives a scalar
+                    ufunc = kern.small_ufunc(code, a.shape, b.shape, a.dtype) or False
                 if len(small) < 64:
                     small[key] = ufunc
             if ufunc is not False and not OUTPUTS.providing():
