@@ -90,7 +90,7 @@ class Convert(Op):
         dst = ELEMENT_TYPES[ctx.attrs["destination_type"]]
 
         def run(ins):
-            return [convert(ins[0], dst)]
+            return [converted(ins[0], dst)]
 
         return run
 
@@ -112,16 +112,23 @@ class ConvertLike(Op):
 
     def build(self, ctx: NodeContext):
         dst = ELEMENT_TYPES[ctx.inputs[1].dtype]
-        return lambda ins: [convert(ins[0], dst)]
+        return lambda ins: [converted(ins[0], dst)]
 
 
 def convert(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """Convert's semantics (also for folding at load time, outside a run: NaN/overflow stay silent)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return converted(x, dst)
+
+
+def converted(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """convert() for kernels: execute() already runs every kernel under np.errstate (entering one per
+    call costs about a microsecond, more than converting a small tensor)."""
     if dst == np.bool_:
         return np.asarray(x != 0)
     if x.dtype == dst:
         return x.copy()
-    with np.errstate(invalid="ignore", over="ignore"):
-        return x.astype(dst)
+    return x.astype(dst)
 
 
 @register

@@ -133,6 +133,7 @@ class _Binary(Op):
         none = ctx.attrs["auto_broadcast"] == "none"
         layer = ctx.layer
         checked: set[tuple] = set()  # shape pairs already found to fit
+        fn = type(self).fn
 
         def run(ins):
             a, b = ins
@@ -144,7 +145,7 @@ class _Binary(Op):
                 if len(checked) < 64:
                     checked.add(key)
             try:
-                return [self.compute(a, b)]
+                return [np.asarray(fn(a, b))]  # compute() without its errstate: execute() has one per run
             except ZeroDivisionError:
                 raise runtime_error(layer, "integer division by zero") from None
 

@@ -324,10 +324,12 @@ class Slice(Op):
     def build(self, ctx: NodeContext) -> Kernel:
         layer = ctx.layer
         memo: dict[tuple, tuple[slice, ...]] = {}  # (input shape, bounds' bytes) -> checked slices
+        # constant start/stop/step/axes (as exports write them): the slices depend on the input shape only
+        const_bounds = all(i.value is not None for i in ctx.inputs[1:])
 
         def run(ins):
             x = ins[0]
-            key = (x.shape, *(np.asarray(v).tobytes() for v in ins[1:]))
+            key = x.shape if const_bounds else (x.shape, *(np.asarray(v).tobytes() for v in ins[1:]))
             idx = memo.get(key)
             if idx is None:
                 try:

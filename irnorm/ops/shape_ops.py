@@ -346,8 +346,15 @@ class Concat(Op):
         layer = ctx.layer
         axis_raw = ctx.attrs["axis"]
 
+        axes: dict[tuple, int] = {}  # the inputs' shapes -> the checked axis (the check costs more than a small join)
+
         def run(ins):
-            _, axis = _checked(layer, concat_shape, [a.shape for a in ins], axis_raw)
+            key = tuple([a.shape for a in ins])
+            axis = axes.get(key)
+            if axis is None:
+                _, axis = _checked(layer, concat_shape, list(key), axis_raw)
+                if len(axes) < 64:
+                    axes[key] = axis
             return [np.concatenate(ins, axis=axis)]
 
         return run
