@@ -118,3 +118,47 @@ def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, mo
     np.testing.assert_array_equal(np.isnan(small), np.isnan(want))
     np.testing.assert_allclose(small, blas, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(small, want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 65, 1000])
+def test_softmax_rows_against_float64_with_nasty_rows(dtype, n):
+    """kernels/softmax.softmax_rows (and log) against a float64 reference: random rows, huge and tiny
+    values, +-0, subnormals, +inf; a row with a NaN (either sign bit) is all NaN and an all -inf row is
+    all NaN, as the formula gives; the row maximum (found on the bits as ordered integers) must be the
+    float maximum for everything else."""
+    from irnorm.kernels.softmax import softmax_rows
+
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((12, n)) * 4).astype(dtype)
+    x[1] = -x[1] - 1e4  # every value negative
+    x[2] = np.where(rng.random(n) < 0.5, -0.0, 0.0)  # signed zeros only
+    x[3] = rng.standard_normal(n) * (1e30 if dtype == np.float32 else 1e300)
+    x[4] = rng.standard_normal(n) * np.finfo(dtype).tiny  # subnormal-sized
+    x[5, -1] = np.inf
+    x[6, n // 2] = np.nan
+    x[7, 0] = -np.nan if n > 1 else np.nan
+    x[7].view(np.uint32 if dtype == np.float32 else np.uint64)[0] |= 1 << (31 if dtype == np.float32 else 63)
+    x[8] = -np.inf
+    x[9] = np.float32(3.5)  # a constant row
+    x[10] = -np.abs(x[10]) * 1e3
+    x[11, : max(1, n // 3)] = -np.inf
+    for log in (False, True):
+        got = softmax_rows(np.ascontiguousarray(x), log)
+        assert got.dtype == dtype
+        x64 = x.astype(np.float64)
+        for r in range(x.shape[0]):
+            row = x64[r]
+            if np.isnan(row).any() or np.isneginf(row).all() or (np.isposinf(row).any()):
+                if np.isposinf(row).any() and not np.isnan(row).any():
+                    # exp(inf - inf) = NaN: the formula's own result
+                    assert np.isnan(got[r]).all()
+                    continue
+                assert np.isnan(got[r]).all(), (r, got[r])
+                continue
+            m = row.max()
+            e = np.exp(row - m)
+            want = (row - m - np.log(e.sum())) if log else e / e.sum()
+            tol = 2e-6 if dtype == np.float32 else 1e-13
+            scale = 1 + np.abs(want[np.isfinite(want)]).max()  # log-softmax: -inf where exp underflows
+            np.testing.assert_allclose(got[r], want, rtol=tol, atol=tol * scale, err_msg=str(r))
