@@ -280,17 +280,21 @@ def _half_serial(code, kind, x, o, p0, p1, k, block):
         _half_block(code, kind, x[s:min(s + block, n)], o[s:min(s + block, n)], p0, p1, buf, k)
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndarray:
     """Apply activation `code` to a float tensor (f64, f32, f16 or bf16); a fresh array of x's dtype."""
     dt = x.dtype
     out = OUTPUTS.empty(x.shape, dt)
-    if out.size == 0:
+    n = out.size
+    if n == 0:
         return out
-    xf = np.ascontiguousarray(x).reshape(-1)
+    xf = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
     of = out.reshape(-1)
-    if dt == np.float64 or dt == np.float32:
-        ftype, k = dt.type, (_K64 if dt == np.float64 else _K32)
-        if out.size >= PARALLEL_MIN:
+    if dt == _F32 or dt == _F64:
+        ftype, k = (np.float32, _K32) if dt == _F32 else (np.float64, _K64)
+        if n >= PARALLEL_MIN:
             _float_parallel(code, xf, of, ftype(p0), ftype(p1), k, BLOCK)
         else:
             _apply(code, xf, of, ftype(p0), ftype(p1), k)

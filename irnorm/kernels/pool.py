@@ -32,6 +32,9 @@ MAX_BUFFERS = 4  # buffers tracked; an untracked buffer is simply freed when its
 MAX_FREE_BYTES = 512 << 20  # released buffers kept for reuse beyond this are let go (oldest first)
 
 
+_ITEMSIZE: dict = {}  # dtype (or scalar type) as kernels pass it -> its item size
+
+
 class _Provided(threading.local):
     arrays: list[np.ndarray] | None = None  # a class default: no AttributeError raised per lookup
 
@@ -78,9 +81,11 @@ class Recycler:
         return bool(self._provided.arrays)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
+        itemsize = _ITEMSIZE.get(dtype)
+        if itemsize is None:  # np.dtype() costs more than numpy's whole allocation of a small array
+            itemsize = _ITEMSIZE[dtype] = np.dtype(dtype).itemsize
         provided = self._provided.arrays
-        n = dtype.itemsize * prod(shape)
+        n = itemsize * prod(shape)
         if not provided and n < self.min_bytes:  # the common small case, first (every layer of a small model)
             return np.empty(shape, dtype)
         if provided:

@@ -107,7 +107,7 @@ class MatMul(Op):
 
         def run(ins):
             a, b = ins
-            if rows_ok and a.ndim > 2 and a.dtype == dtype and a.flags.c_contiguous:
+            if rows_ok and a.ndim >= 2 and a.dtype == dtype and a.flags.c_contiguous:
                 plan = rows_plans.get(a.shape)
                 if plan is None:
                     rows = math.prod(a.shape[:-1])
