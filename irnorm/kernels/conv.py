@@ -56,21 +56,21 @@ def _x_range(off_x, sw, w_in, ow):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _bounded_row(xf, cf, n, c, kz, ky, kx, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1):
+def _bounded_row(xf, cf, n, c, kz, ky, kx, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1,
+                 lo, hi, oz, oy):
     """Unfolded row (n, c, tap (kz, ky, kx)) of im2col on the unpadded input, every tap bounds-checked
     (zeros where the window is in the padding).  xf, cf: the flat input [N, C, D, H, W] and unfolded
-    buffer [N, C*taps, length]; dims = (C, D, H, W, length).  Flat unsigned indexing, no division per
-    output row: on small convolutions a view per row (with its reference counting) and the index
-    divisions cost more than the copy."""
+    buffer [N, C*taps, length]; dims = (C, D, H, W, length); [lo, hi): the output x range whose tap kx
+    lands inside the input (_x_range); (oz, oy): output row r0 as (z, y).  Flat unsigned indexing, no
+    division per output row: on small convolutions a view per row (with its reference counting) and the
+    index divisions cost more than the copy -- the callers work lo/hi and (oz, oy) out once, not per row."""
     c_count, d_in, h_in, w_in, length = dims
     taps = kd * kh * kw
     r = c * taps + (kz * kh + ky) * kw + kx
     d0 = (n * c_count * taps + r) * length
     plane = (n * c_count + c) * d_in
     off_x = kx * dw - pw  # valid output x range for this tap: 0 <= ox*sw + off_x < w_in
-    lo, hi = _x_range(off_x, sw, w_in, ow)
     p = d0
-    oz, oy = r0 // oh, r0 % oh  # output row rr = oz * oh + oy, stepped without a division per row
     for _ in range(r0, r1):
         iz = oz * sd - pd + kz * dd
         iy = oy * sh - ph + ky * dh
@@ -100,8 +100,10 @@ def im2col_bounded(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, o
     taps = kd * kh * kw
     for task in prange(x.shape[0] * x.shape[1] * taps):
         t = task % taps
+        lo, hi = _x_range((t % kw) * dw - pw, sw, x.shape[4], ow)
         _bounded_row(xf, cf, task // (x.shape[1] * taps), (task // taps) % x.shape[1], t // (kh * kw), (t // kw) % kh,
-                     t % kw, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1)
+                     t % kw, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, oh, ow, r0, r1, lo, hi,
+                     r0 // oh, r0 % oh)
 
 
 @njit(nogil=True, cache=True)
@@ -110,13 +112,17 @@ def im2col_bounded_serial(x, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
     padded copy beats the padded paths' several steps (and a parallel launch costs more than the copy)."""
     xf, cf = x.reshape(-1), col.reshape(-1)
     dims = (x.shape[1], x.shape[2], x.shape[3], x.shape[4], col.shape[2])
+    ranges = np.empty((kw, 2), np.int64)  # per tap column: its [lo, hi), the same for every row
+    for kx in range(kw):
+        ranges[kx, 0], ranges[kx, 1] = _x_range(kx * dw - pw, sw, x.shape[4], ow)
+    oz, oy = r0 // oh, r0 % oh
     for n in range(x.shape[0]):
         for c in range(x.shape[1]):
             for kz in range(kd):
                 for ky in range(kh):
                     for kx in range(kw):
                         _bounded_row(xf, cf, n, c, kz, ky, kx, dims, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw,
-                                     oh, ow, r0, r1)
+                                     oh, ow, r0, r1, ranges[kx, 0], ranges[kx, 1], oz, oy)
 
 
 @njit(nogil=True, cache=True, inline="always")
