@@ -54,6 +54,9 @@ def matmul_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, ta: bool,
     return out
 
 
+_LAYOUT_MAX = 1 << 20  # elements of a constant transposed B copied into row-major order at load time (4 MiB f32)
+
+
 @register
 class MatMul(Op):
     uses_blas = True
@@ -99,6 +102,10 @@ class MatMul(Op):
 
         const_b = ctx.inputs[1].value
         b_ready = prep_b(np.asarray(const_b)) if const_b is not None else None
+        if b_ready is not None and b_ready.ndim == 2 and not b_ready.flags.c_contiguous and b_ready.size <= _LAYOUT_MAX:
+            # transpose_b weights ([N, K], as exports write linear layers) laid out once as [K, N]: OpenBLAS
+            # packs a row-major B faster ([65, 64] x [64, 64]: 8.3 -> 5.4 us); large weights stay views
+            b_ready = np.ascontiguousarray(b_ready)
 
         # constant B [K, N], A [..., M, K] in the compute type: (A's shape) -> (result shape, A's rows
         # shape, whether the product may get more BLAS threads), for the one-GEMM path below
