@@ -37,25 +37,29 @@ def _row(code, row):
                 if v != v:
                     break
         return m
-    acc = np.zeros(_LANES, np.float64)
+    # _LANES (8) float64 partial sums, lane j taking elements i + j; scalars rather than an array: an
+    # np.zeros per row is a heap allocation, which cost more than summing a squeeze-excite row of 16
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
     s = 0.0
-    if code == REDUCE_SUM:
-        for i in range(0, nb, _LANES):
-            for j in range(_LANES):
-                acc[j] += row[i + j]
-        for i in range(nb, n):
-            s += row[i]
-    else:
-        for i in range(0, nb, _LANES):
-            for j in range(_LANES):
-                v = np.float64(row[i + j])
-                acc[j] += v * v
-        for i in range(nb, n):
-            v = np.float64(row[i])
-            s += v * v
-    for j in range(_LANES):
-        s += acc[j]
-    return s
+    sq = code != REDUCE_SUM
+    for i in range(0, nb, _LANES):
+        v0, v1, v2, v3 = np.float64(row[i]), np.float64(row[i + 1]), np.float64(row[i + 2]), np.float64(row[i + 3])
+        v4, v5, v6, v7 = (np.float64(row[i + 4]), np.float64(row[i + 5]), np.float64(row[i + 6]),
+                          np.float64(row[i + 7]))
+        if sq:
+            v0, v1, v2, v3, v4, v5, v6, v7 = v0 * v0, v1 * v1, v2 * v2, v3 * v3, v4 * v4, v5 * v5, v6 * v6, v7 * v7
+        a0 += v0
+        a1 += v1
+        a2 += v2
+        a3 += v3
+        a4 += v4
+        a5 += v5
+        a6 += v6
+        a7 += v7
+    for i in range(nb, n):
+        v = np.float64(row[i])
+        s += v * v if sq else v
+    return s + a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
 
 
 @njit(nogil=True, cache=True)
