@@ -305,7 +305,7 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
     expected = (["im2col_bounded"] if seed % 6 == 5 else [] if unfold_free else ["_wide_products"] if wide
                 else ["im2col"])
     taken: list[str] = []
-    for name in ("_wide_products", "im2col", "im2col_bounded", "im2col_bounded_serial"):
+    for name in ("_wide_products", "im2col", "im2col_bounded", "im2col_bounded_serial", "gather_unfold"):
         orig = getattr(conv, name)
 
         def spy(*a, _orig=orig, _name=name):
@@ -323,12 +323,22 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
         y = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
         np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
         assert taken == expected
-    # every one of them small: one serial bounded unfold (a 1x1 convolution needs none)
+    # every one of them small: one serial bounded unfold, or the index-table gather when the output rows
+    # are short (a 1x1 convolution needs neither); then both, forced, bit-identical (the same copies)
     monkeypatch.setattr(conv, "SMALL_COL", 1 << 40)
+    small_unfold = "gather_unfold" if out_sp[-1] <= conv.GATHER_MAX_WIDTH else "im2col_bounded_serial"
     taken.clear()
     y = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
     np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
-    assert taken == ([] if unfold_free else ["im2col_bounded_serial"])
+    assert taken == ([] if unfold_free else [small_unfold])
+    if not unfold_free:
+        results = {}
+        for width in (0, 1 << 30):
+            monkeypatch.setattr(conv, "GATHER_MAX_WIDTH", width)
+            taken.clear()
+            results[width] = conv.conv_forward(x, wp, k, s, d, pb, out_sp)
+            assert taken == ["im2col_bounded_serial" if width == 0 else "gather_unfold"]
+        np.testing.assert_array_equal(results[0], results[1 << 30])
 
 
 @pytest.mark.parametrize("parallel_min", [1 << 40, 1])
