@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.core.extending import overload
 
 from . import PARALLEL_MIN
 from .halfprec import cast_like
@@ -30,34 +31,42 @@ def _sum_row(out, r):
     return s
 
 
+def bits_of(a):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """The float array's bits as a same-shape integer view (int32 for float32, int64 for float64)."""
+    raise NotImplementedError
+
+
+@overload(bits_of, inline="always")
+def _bits_of_impl(a):
+    if a.dtype == types.float32:
+        return lambda a: a.view(np.int32)
+    return lambda a: a.view(np.int64)
+
+
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _row_max(x, out, r):
-    """max(x[r]) (n >= 1), found on the bits as integers ordered like the floats (negative values'
-    magnitude bits flipped): this LLVM vectorizes an integer max but never a float one (2.6x on rows of
-    65).  Where it differs from a float comparison the softmax does not change: a row with a NaN gives
-    NaN (here the maximum may be that NaN, there exp(NaN - m) = NaN spreads through the sum), and -0.0
-    against +0.0 subtracts the same.  out[r, 0] carries the bits back (the row is written after)."""
-    if x.itemsize == 4:
-        bits = x[r].view(np.int32)
-        m = np.int32(-2147483648)
-        for j in range(bits.shape[0]):
-            v = bits[j]
-            m = max(m, v ^ ((v >> 31) & np.int32(0x7FFFFFFF)))
-        out[r].view(np.int32)[0] = m ^ ((m >> 31) & np.int32(0x7FFFFFFF))
-    else:
-        bits = x[r].view(np.int64)
-        m = np.int64(-9223372036854775808)
-        for j in range(bits.shape[0]):
-            v = bits[j]
-            m = max(m, v ^ ((v >> 63) & np.int64(0x7FFFFFFFFFFFFFFF)))
-        out[r].view(np.int64)[0] = m ^ ((m >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+def _row_max(x_bits, out_bits, out, r):
+    """max(x[r]) (n >= 1), found on the bits (x_bits: bits_of(x)) as integers ordered like the floats
+    (negative values' magnitude bits flipped): this LLVM vectorizes an integer max but never a float one
+    (2.6x on rows of 65).  Where it differs from a float comparison the softmax does not change: a row
+    with a NaN gives NaN (here the maximum may be that NaN, there exp(NaN - m) = NaN spreads through the
+    sum), and -0.0 against +0.0 subtracts the same.  out[r, 0] carries the bits back (the row is
+    written after).  The bit views are made once per call, not per row (a view's reference counting
+    costs as much as a short row)."""
+    width = x_bits.itemsize * 8 - 1
+    flip = (1 << width) - 1  # the magnitude bits
+    # cast_like keeps the lanes at the bits' width (Numba widens int32 arithmetic to int64)
+    m = cast_like(x_bits[r, 0] ^ ((x_bits[r, 0] >> width) & flip), x_bits)
+    for j in range(1, x_bits.shape[1]):
+        v = x_bits[r, j]
+        m = max(m, cast_like(v ^ ((v >> width) & flip), x_bits))
+    out_bits[r, 0] = m ^ ((m >> width) & flip)
     return out[r, 0]
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _row(x, out, r, log):
+def _row(x, out, x_bits, out_bits, r, log):
     n = x.shape[1]
-    m = _row_max(x, out, r)  # in x's type: float32 rows take the vectorized exp
+    m = _row_max(x_bits, out_bits, out, r)  # in x's type: float32 rows take the vectorized exp
     if m == -np.inf:  # all -inf (a fully masked row): let NaN arise as in the formula
         m = cast_like(0.0, x)
     _exp_row(x, out, r, m)
@@ -74,14 +83,16 @@ def _row(x, out, r, log):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _rows_serial(x, out, log):
+    x_bits, out_bits = bits_of(x), bits_of(out)
     for r in range(x.shape[0]):
-        _row(x, out, r, log)
+        _row(x, out, x_bits, out_bits, r, log)
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def _rows_parallel(x, out, log):
+    x_bits, out_bits = bits_of(x), bits_of(out)
     for r in prange(x.shape[0]):
-        _row(x, out, r, log)
+        _row(x, out, x_bits, out_bits, r, log)
 
 
 def softmax_rows(x: np.ndarray, log: bool = False) -> np.ndarray:
@@ -123,6 +134,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     n_s, n_ev = k.shape[1], v.shape[2]
     scores = np.empty((1, n_s), q.dtype)
     probs = np.empty((1, n_s), q.dtype)
+    scores_bits, probs_bits = bits_of(scores), bits_of(probs)
     has_mask = mask.shape[2] > 0
     per_key = mask.shape[2] > 1
     minus_inf = cast_like(-np.inf, q)
@@ -142,7 +154,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
                     else:
                         acc += mv
                 scores[0, j] = acc
-            _row(scores, probs, 0, False)
+            _row(scores, probs, scores_bits, probs_bits, 0, False)
             o = out[b, i]
             for c in range(n_ev):
                 o[c] = 0
