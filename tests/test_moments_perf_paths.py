@@ -129,11 +129,12 @@ def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
 @pytest.mark.parametrize("red", [1, 5, 32, 2 * M.PROBE, 2 * M.PROBE + 1])
-def test_short_rows_path_serial_and_parallel(dtype, red) -> None:
-    """Rows of at most 2 * PROBE with a per-element affine (a LayerNorm) take the short-row loop
-    (indexing, no row views) in rows_serial and rows_parallel: both schedules give the same bits, the
-    longer row (general path) too where it applies, and the values match float64 with zero-variance,
-    huge-mean, inf and NaN rows each staying in their row."""
+@pytest.mark.parametrize("center", [True, False], ids=["layernorm", "rmsnorm"])
+def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
+    """Rows of at most 2 * PROBE with a per-element affine (a LayerNorm, or an RMSNorm without
+    centering) take the short-row loop (indexing, no row views) in rows_serial and rows_parallel: both
+    schedules give the same bits, the longer row (general path) too where it applies, and the values
+    match float64 with zero-variance, huge-mean, inf and NaN rows each staying in their row."""
     outer = 300
     x = (np.random.default_rng(red).standard_normal((outer, red)) * 3 + 2).astype(dtype)
     x[1] = 7  # zero variance
@@ -146,15 +147,20 @@ def test_short_rows_path_serial_and_parallel(dtype, red) -> None:
     outs = []
     for kern in (M.rows_serial, M.rows_parallel):
         y = np.empty_like(xk)
-        kern(xk, y, True, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0])
+        kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0])
         outs.append(y)
     assert outs[0].tobytes() == outs[1].tobytes()
     y = outs[0].view(x.dtype).astype(np.float64)
     xd = x.astype(np.float64)
-    assert np.isnan(y[3]).all() and np.isnan(y[4]).all()  # inf - inf, NaN: only their own rows
+    assert np.isnan(y[4]).all()  # NaN: only its own row
+    if center:
+        assert np.isnan(y[3]).all()  # inf - mean(inf) = NaN
+    else:  # x / sqrt(mean(x^2)): inf / inf = NaN at the inf, the others 0
+        assert np.isnan(y[3, 0])
+        np.testing.assert_allclose(y[3, 1:], bi.astype(np.float64)[1:], rtol=2e-2 if x.itemsize == 2 else 1e-6)
     ok = np.ones(outer, bool)
     ok[[3, 4]] = False
-    d = xd[ok] - xd[ok].mean(1, keepdims=True)
+    d = xd[ok] - xd[ok].mean(1, keepdims=True) if center else xd[ok]
     want = d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5) * sc.astype(np.float64) + bi.astype(np.float64)
     tol = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 5e-5}.get(np.dtype(dtype), 2e-2)
     np.testing.assert_allclose(y[ok], want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))

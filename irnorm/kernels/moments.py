@@ -290,7 +290,7 @@ def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, like):
     return hi, lo, cast_like(mult, like)
 
 
-# ---- short rows (a transformer's LayerNorm over 32-768 features) ------------------------------------
+# ---- short rows (a transformer's LayerNorm or RMSNorm over 32-512 features) -------------------------
 # The same arithmetic as _chunk_stats + _apply_span for a row of at most 2 * PROBE elements with a
 # per-element affine, indexing x[o, i] instead of slicing views: each view's reference counting cost
 # more than the row's statistics ([256, 32]: 20 -> 7 us).
@@ -315,10 +315,24 @@ def _short_dev(x, o, m):
     return s1, s2
 
 
+@njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
+def _short_sumsq(x, o, like):
+    s = cast_like(0.0, like)
+    for i in range(x.shape[1]):
+        v = load(x[o, i])
+        s += v * v
+    return s
+
+
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _short_stats(x, o, like):
-    """_chunk_stats(x[o], center=True, exact=False) for a row of n <= 2 * PROBE (no provisional probe)."""
+def _short_stats(x, o, center, like):
+    """_chunk_stats(x[o], center, exact=False) for a row of n <= 2 * PROBE (no provisional probe)."""
     n = x.shape[1]
+    if not center:
+        q = np.float64(_short_sumsq(x, o, like))
+        if not (q >= _SAFE_MIN and q <= _SAFE_MAX):
+            q = _chunk_sqdev64(x[o], 0.0)
+        return 0.0, q
     inv = 1.0 / n
     m = cast_like(_short_sum(x, o, like) * inv, like)
     s1, s2 = _short_dev(x, o, m)
@@ -340,10 +354,10 @@ def _short_apply(x, out, o, hi, lo, mu, scale, bias):
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _short_row(x, out, o, mode, eps, scale, bias):
+def _short_row(x, out, o, center, mode, eps, scale, bias):
     """One short row, normalized with its per-element affine (see above).  The fastmath loops stay in
     functions of their own: inlined here they would take this function's (strict) flags."""
-    mean, m2 = _short_stats(x, o, scale)
+    mean, m2 = _short_stats(x, o, center, scale)
     mult = _finalize(m2, x.shape[1], mode, eps)
     hi, lo = _split(mean, scale)
     _short_apply(x, out, o, hi, lo, cast_like(mult, scale), scale, bias)
@@ -351,9 +365,9 @@ def _short_row(x, out, o, mode, eps, scale, bias):
 
 @njit(nogil=True, cache=True, inline="always")
 def _short_rows_apply(x, center, want, seg_len, o_mod):
-    """The short-row path applies: centered, no statistics wanted, a per-element affine, rows of at
-    most 2 * PROBE (where _chunk_stats takes no probe)."""
-    return center and not want and seg_len == 1 and o_mod == 1 and x.shape[1] <= 2 * PROBE
+    """The short-row path applies: no statistics wanted, a per-element affine, rows of at most
+    2 * PROBE (where _chunk_stats takes no probe); centered (LayerNorm) or not (RMSNorm)."""
+    return not want and seg_len == 1 and o_mod == 1 and x.shape[1] <= 2 * PROBE
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
@@ -373,7 +387,7 @@ def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, 
     """inner == 1, one task per row (x, out: (outer, reduce) C-contiguous)."""
     if _short_rows_apply(x, center, want, seg_len, o_mod):  # decided outside the row loop
         for o in prange(x.shape[0]):
-            _short_row(x, out, o, mode, eps, scale, bias)
+            _short_row(x, out, o, center, mode, eps, scale, bias)
         return
     for o in prange(x.shape[0]):
         _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
@@ -384,7 +398,7 @@ def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, sh
     """rows_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
     if _short_rows_apply(x, center, want, seg_len, o_mod):
         for o in range(x.shape[0]):
-            _short_row(x, out, o, mode, eps, scale, bias)
+            _short_row(x, out, o, center, mode, eps, scale, bias)
         return
     for o in range(x.shape[0]):
         _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
