@@ -421,6 +421,32 @@ def test_depthwise_channels_inner_equals_the_other_kernels(monkeypatch, seed):
         np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape, k, s, p", [((1, 20, 40, 40), 3, 2, 1), ((2, 17, 23, 29), 5, 2, 2),
+                                           ((1, 48, 32, 32), 3, 2, 1), ((1, 16, 17, 1), 3, 2, 1)])
+def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
+    """Planes of more than 256 pixels take the channels-inner kernel's tiled transpose: the same bits
+    as the other kernels, and the reference's values."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    g = shape[1]
+    kw = 1 if shape[3] == 1 else k
+    w = rng.standard_normal((g, 1, 1, k, kw)).astype(np.float32)
+    sw, pw = (1, 0) if kw == 1 else (s, p)
+    exp = R.group_convolution(x, w, [s, sw], [p, pw], [p, pw], [1, 1])
+    wp = np.ascontiguousarray(w.reshape(g, k, kw))
+    taken = []
+    orig = conv.depthwise_channels_inner
+    monkeypatch.setattr(conv, "depthwise_channels_inner", lambda *a: (taken.append(1), orig(*a))[1])
+    y = np.array(conv.conv_depthwise(x, wp, [s, sw], [1, 1], [p, pw], exp.shape[2:]), copy=True)
+    assert taken == [1]
+    monkeypatch.setattr(conv, "CHANNELS_INNER_MIN", 1 << 30)
+    other = conv.conv_depthwise(x, wp, [s, sw], [1, 1], [p, pw], exp.shape[2:])
+    np.testing.assert_array_equal(y, other)
+    np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("bands, parallel", [(False, False), (True, False), (True, True)])
 def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch, bands, parallel):
     """Stride-1 2-D convolutions with at most DIRECT_MAX_COUT output channels (one group) run the direct
