@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from math import prod
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -270,23 +271,41 @@ def im2col(xp, col, kd, kh, kw, sd, sh, sw, dd, dh, dw, oh, ow, r0, r1):
         _unfold(xf, cf, 0, rows, *args)
 
 
-def pad_input(x5: np.ndarray, k3, s3, d3, pb3, o3) -> np.ndarray | None:
-    """x5 [N, C, D, H, W] with zeros around it (or cropped: negative pads) so that every window of the
-    output o3 lies inside: padded index i is input index i - pads_begin.  x5 itself when it fits; None
-    when the padded copy would be over twice the input plus the unfolded size (huge pads and strides)."""
+_FITS, _TOO_LARGE = "fits", "too large"
+
+
+def pad_geometry(x5_shape: tuple[int, ...], k3, s3, d3, pb3, o3) -> Any:
+    """What pad_input does for inputs of this shape: _FITS (every window already inside), _TOO_LARGE
+    (the padded copy would be over twice the input plus the unfolded size: huge pads and strides), or
+    (padded shape, destination index, source index, whether anything is copied).  Worked out once per
+    shape by forward_plan: the list arithmetic cost more than padding a small input."""
     lo = [-p for p in pb3]
     hi = [(o - 1) * s + (k - 1) * d - p + 1 for k, s, d, p, o in zip(k3, s3, d3, pb3, o3, strict=True)]
-    spatial = x5.shape[2:]
+    spatial = x5_shape[2:]
     if all(a == 0 for a in lo) and all(b == e for b, e in zip(hi, spatial, strict=True)):
-        return x5
-    padded = x5.shape[0] * x5.shape[1] * prod(b - a for a, b in zip(lo, hi, strict=True))
-    if padded > 2 * x5.size + x5.shape[0] * x5.shape[1] * prod(k3) * prod(o3):
-        return None
-    xp = np.zeros(x5.shape[:2] + tuple(b - a for a, b in zip(lo, hi, strict=True)), x5.dtype)
+        return _FITS
+    padded = x5_shape[0] * x5_shape[1] * prod(b - a for a, b in zip(lo, hi, strict=True))
+    if padded > 2 * prod(x5_shape) + x5_shape[0] * x5_shape[1] * prod(k3) * prod(o3):
+        return _TOO_LARGE
     src = tuple(slice(max(a, 0), min(b, e)) for a, b, e in zip(lo, hi, spatial, strict=True))
     dst = tuple(slice(max(a, 0) - a, min(b, e) - a) for a, b, e in zip(lo, hi, spatial, strict=True))
-    if all(d.stop > d.start for d in dst):
-        xp[(slice(None), slice(None)) + dst] = x5[(slice(None), slice(None)) + src]
+    return (tuple(x5_shape[:2]) + tuple(b - a for a, b in zip(lo, hi, strict=True)),
+            (slice(None), slice(None)) + dst, (slice(None), slice(None)) + src, all(d.stop > d.start for d in dst))
+
+
+def pad_input(x5: np.ndarray, k3, s3, d3, pb3, o3, geometry: Any = None) -> np.ndarray | None:
+    """x5 [N, C, D, H, W] with zeros around it (or cropped: negative pads) so that every window of the
+    output o3 lies inside: padded index i is input index i - pads_begin.  x5 itself when it fits; None
+    when the padded copy would be too large (see pad_geometry; `geometry`: its result, if known)."""
+    geom = pad_geometry(x5.shape, k3, s3, d3, pb3, o3) if geometry is None else geometry
+    if geom is _FITS:
+        return x5
+    if geom is _TOO_LARGE:
+        return None
+    shape, dst, src, copy = geom
+    xp = np.zeros(shape, x5.dtype)
+    if copy:
+        xp[dst] = x5[src]
     return xp
 
 
@@ -524,11 +543,13 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             return out
         return small
 
+    padding = pad_geometry(x5_shape, kk, s, d, pb, o3)
+
     def unfolded(x: np.ndarray) -> np.ndarray:
         out, res = empty(x)
         x5 = np.ascontiguousarray(x).reshape(x5_shape)
         if s != [1, 1, 1] or not _wide_products(x5, w, res, kk, d, pb, o3, ck, g):
-            _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g)
+            _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g, padding)
         return out
     return unfolded
 
@@ -674,10 +695,11 @@ def _wide_products(x5, w, res, kk, d, pb, o3, ck, g) -> bool:
     return True
 
 
-def _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g) -> None:
-    """res = w @ im2col(x5), a block of images (or of output rows) at a time."""
+def _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g, padding: Any = None) -> None:
+    """res = w @ im2col(x5), a block of images (or of output rows) at a time (`padding`: pad_geometry's
+    result for x5's shape, when the caller keeps it)."""
     n = x5.shape[0]
-    xp = pad_input(x5, kk, s, d, pb, o3)
+    xp = pad_input(x5, kk, s, d, pb, o3, padding)
     for n0, n1, r0, r1 in _tiles(n, o3[0] * o3[1], ck * o3[2]):
         col = SCRATCH.get(1, (n1 - n0, ck, (r1 - r0) * o3[2]), x5.dtype)
         if xp is None:
