@@ -141,6 +141,10 @@ def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
     x[2] = (np.random.default_rng(0).standard_normal(red) + 3e4).astype(dtype)  # huge mean
     x[3, 0] = np.inf
     x[4, -1] = np.nan
+    b = M.SHORT_BLOCK  # rows are taken a block at a time: the nasty rows also at a block's edges
+    x[b - 1] = -5  # zero variance, last of a block
+    x[b, red // 2] = np.inf  # first of the next
+    x[-1, 0] = np.nan  # last of the partial block at the end
     xk = M._kernel_view(x)
     t = np.float64 if dtype == np.float64 else np.float32
     sc, bi = _kernel_args(x, 1, 1, t)
@@ -150,6 +154,11 @@ def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
         kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0])
         outs.append(y)
     assert outs[0].tobytes() == outs[1].tobytes()
+    for o in (0, 1, 2, 3, b - 1, b, b + 1, outer - 1):  # a row gives the same bits alone as in its block
+        alone = np.empty_like(xk[o:o + 1])
+        M.rows_serial(xk[o:o + 1], alone, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0],
+                      M._NO_STATS[0])
+        assert alone.tobytes() == outs[0][o:o + 1].tobytes(), o
     y = outs[0].view(x.dtype).astype(np.float64)
     xd = x.astype(np.float64)
     assert np.isnan(y[4]).all()  # NaN: only its own row
@@ -159,7 +168,8 @@ def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
         assert np.isnan(y[3, 0])
         np.testing.assert_allclose(y[3, 1:], bi.astype(np.float64)[1:], rtol=2e-2 if x.itemsize == 2 else 1e-6)
     ok = np.ones(outer, bool)
-    ok[[3, 4]] = False
+    ok[[3, 4, b, outer - 1]] = False
+    assert np.isnan(y[outer - 1]).all()
     d = xd[ok] - xd[ok].mean(1, keepdims=True) if center else xd[ok]
     want = d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5) * sc.astype(np.float64) + bi.astype(np.float64)
     tol = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 5e-5}.get(np.dtype(dtype), 2e-2)
