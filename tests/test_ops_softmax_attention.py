@@ -162,3 +162,38 @@ def test_softmax_rows_against_float64_with_nasty_rows(dtype, n):
             tol = 2e-6 if dtype == np.float32 else 1e-13
             scale = 1 + np.abs(want[np.isfinite(want)]).max()  # log-softmax: -inf where exp underflows
             np.testing.assert_allclose(got[r], want, rtol=tol, atol=tol * scale, err_msg=str(r))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 16, 65])
+def test_softmax_blocks_of_rows_keep_each_row_its_own(dtype, n):
+    """Rows are taken kernels/softmax.BLOCK at a time (maxima, exponentials over the block's elements as
+    one run, sums, scaling): serial and parallel give the same bits, and every row, nasty ones at the
+    blocks' edges included, gives the same bits alone as inside its block."""
+    from irnorm.kernels import softmax as S
+
+    b = S.BLOCK
+    rows = 2 * b + 7  # two whole blocks and a partial one
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((rows, n)) * 5).astype(dtype)
+    x[b - 1] = -np.inf  # all -inf: NaN, last of a block
+    x[b, n // 2] = np.nan  # first of the next
+    x[b + 1, 0] = np.inf
+    x[-1] = x[-1] * 1e3 - 1e4
+    for log in (False, True):
+        serial, parallel = np.empty_like(x), np.empty_like(x)
+        S._rows_serial(x, serial, log)
+        S._rows_parallel(x, parallel, log)
+        assert serial.tobytes() == parallel.tobytes()
+        for r in range(rows):
+            alone = np.empty_like(x[r:r + 1])
+            S._rows_serial(np.ascontiguousarray(x[r:r + 1]), alone, log)
+            assert alone.tobytes() == serial[r:r + 1].tobytes(), r
+        assert np.isnan(serial[[b - 1, b, b + 1]]).all()
+        ok = np.setdiff1d(np.arange(rows), [b - 1, b, b + 1])
+        x64 = x[ok].astype(np.float64)
+        d = x64 - x64.max(1, keepdims=True)
+        e = np.exp(d)
+        want = d - np.log(e.sum(1, keepdims=True)) if log else e / e.sum(1, keepdims=True)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(serial[ok], want, rtol=tol, atol=tol * (1 + np.abs(want).max() if log else 1))

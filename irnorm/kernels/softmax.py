@@ -15,22 +15,6 @@ from .halfprec import cast_like
 from .vmath import vexp
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
-def _exp_row(x, out, r, m):
-    """out[r] = exp(x[r] - m).  No fastmath here: reassociation would undo vexp's rounding step."""
-    for j in range(x.shape[1]):
-        out[r, j] = vexp(x[r, j] - m)
-
-
-@njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
-def _sum_row(out, r):
-    """The row's sum in float64, reassociated so that it vectorizes."""
-    s = 0.0
-    for j in range(out.shape[1]):
-        s += out[r, j]
-    return s
-
-
 def bits_of(a):  # pragma: no cover - only the overload below is ever called (inside jitted code)
     """The float array's bits as a same-shape integer view (int32 for float32, int64 for float64)."""
     raise NotImplementedError
@@ -63,41 +47,82 @@ def _row_max(x_bits, out_bits, out, r):
     return out[r, 0]
 
 
-@njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _row(x, out, x_bits, out_bits, r, log):
+# Rows are taken a block at a time, pass by pass (maxima, exponentials, sums, scaling): one row's chain
+# max -> exp -> sum -> scale waits on itself, BLOCK independent rows keep the core busy (ViT's 260 rows
+# of 65: 19.8 -> 14 us).  Each row's arithmetic is unchanged.
+BLOCK = 32
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _exp_rows(x, out, r0, r1, ms):
+    """out[r] = exp(x[r] - ms[r - r0]) for rows r0..r1-1 of C-contiguous x and out: the differences
+    first, then exp over the block's elements as one flat run, in whole vectors (per row, a row of 65
+    left one element to a scalar exp).  No fastmath: reassociation would undo vexp's rounding step."""
     n = x.shape[1]
-    m = _row_max(x_bits, out_bits, out, r)  # in x's type: float32 rows take the vectorized exp
-    if m == -np.inf:  # all -inf (a fully masked row): let NaN arise as in the formula
-        m = cast_like(0.0, x)
-    _exp_row(x, out, r, m)
-    s = _sum_row(out, r)
-    if log:
-        ls = math.log(s) + m
+    for r in range(r0, r1):
+        m = ms[r - r0]
         for j in range(n):
-            out[r, j] = x[r, j] - ls
-    else:
-        inv = 1.0 / s
-        for j in range(n):
-            out[r, j] *= inv
+            out[r, j] = x[r, j] - m
+    seg = out.reshape(-1)[r0 * n:r1 * n]  # indices from 0: no wraparound checks, the loop vectorizes
+    for i in range(seg.shape[0]):
+        seg[i] = vexp(seg[i])
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
+def _sum_rows(out, r0, r1, sums):
+    """Each row's sum in float64, reassociated so that it vectorizes."""
+    for r in range(r0, r1):
+        s = 0.0
+        for j in range(out.shape[1]):
+            s += out[r, j]
+        sums[r - r0] = s
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _block(x, out, x_bits, out_bits, r0, r1, log, ms, sums):
+    """Softmax (or log-softmax) of rows r0..r1-1 (at most BLOCK); ms, sums: BLOCK-long scratch."""
+    n = x.shape[1]
+    for r in range(r0, r1):
+        m = _row_max(x_bits, out_bits, out, r)  # in x's type: float32 rows take the vectorized exp
+        if m == -np.inf:  # all -inf (a fully masked row): let NaN arise as in the formula
+            m = cast_like(0.0, x)
+        ms[r - r0] = m
+    _exp_rows(x, out, r0, r1, ms)
+    _sum_rows(out, r0, r1, sums)
+    for r in range(r0, r1):
+        s = sums[r - r0]
+        if log:
+            ls = math.log(s) + ms[r - r0]
+            for j in range(n):
+                out[r, j] = x[r, j] - ls
+        else:
+            inv = 1.0 / s
+            for j in range(n):
+                out[r, j] *= inv
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _rows_serial(x, out, log):
     x_bits, out_bits = bits_of(x), bits_of(out)
-    for r in range(x.shape[0]):
-        _row(x, out, x_bits, out_bits, r, log)
+    ms, sums = np.empty(BLOCK, x.dtype), np.empty(BLOCK, np.float64)
+    for r0 in range(0, x.shape[0], BLOCK):
+        _block(x, out, x_bits, out_bits, r0, min(x.shape[0], r0 + BLOCK), log, ms, sums)
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def _rows_parallel(x, out, log):
     x_bits, out_bits = bits_of(x), bits_of(out)
-    for r in prange(x.shape[0]):
-        _row(x, out, x_bits, out_bits, r, log)
+    rows = x.shape[0]
+    for b in prange((rows + BLOCK - 1) // BLOCK):
+        r0 = b * BLOCK
+        _block(x, out, x_bits, out_bits, r0, min(rows, r0 + BLOCK), log, np.empty(BLOCK, x.dtype),
+               np.empty(BLOCK, np.float64))
 
 
 def softmax_rows(x: np.ndarray, log: bool = False) -> np.ndarray:
-    """Softmax (or log-softmax) of each row of a C-contiguous 2-D float32/float64 array (a new array)."""
-    out = np.empty_like(x)
+    """Softmax (or log-softmax) of each row of a 2-D float32/float64 array (a new C-contiguous array)."""
+    x = x if x.flags.c_contiguous else np.ascontiguousarray(x)  # the kernels take a block's rows as one run
+    out = np.empty(x.shape, x.dtype)
     if x.size:
         (_rows_parallel if x.size >= PARALLEL_MIN and x.shape[0] > 1 else _rows_serial)(x, out, log)
     return out
@@ -128,13 +153,14 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     v [B, S, Ev] -> out [B, L, Ev] (all C-contiguous, one float type).  Per query row: the scores
     q.k * scale, plus the causal mask (-inf above the diagonal) and `mask` [Bm, Lm, Sm] (Bm in {1, B},
     Lm in {1, L}, Sm in {1, S}; Sm == 0: no mask; additive, or boolean when `bool_mask`: False masks),
-    then the softmax of _row, then the weighted sum of v's rows.  Scores and sums accumulate in the
+    then the softmax of _block, then the weighted sum of v's rows.  Scores and sums accumulate in the
     data's type, as BLAS does."""
     n_batch, n_q, n_e = q.shape
     n_s, n_ev = k.shape[1], v.shape[2]
     scores = np.empty((1, n_s), q.dtype)
     probs = np.empty((1, n_s), q.dtype)
     scores_bits, probs_bits = bits_of(scores), bits_of(probs)
+    row_max, row_sum = np.empty(1, q.dtype), np.empty(1, np.float64)
     has_mask = mask.shape[2] > 0
     per_key = mask.shape[2] > 1
     minus_inf = cast_like(-np.inf, q)
@@ -154,7 +180,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
                     else:
                         acc += mv
                 scores[0, j] = acc
-            _row(scores, probs, scores_bits, probs_bits, 0, False)
+            _block(scores, probs, scores_bits, probs_bits, 0, 1, False, row_max, row_sum)
             o = out[b, i]
             for c in range(n_ev):
                 o[c] = 0
