@@ -101,3 +101,43 @@ def test_reshape_with_a_runtime_target_follows_its_values(tmp_path):
         assert not np.shares_memory(got, v)
     with pytest.raises(irnorm.InputError):
         m.run({"x": v, "t": np.array([4, 2], np.int64)})
+
+
+def test_pad_and_roll_follow_shapes_and_run_time_operands(tmp_path):
+    """Pad and Roll remember their checked geometry per (shape, pads / shifts, axes): a dynamic model fed
+    changing shapes and run-time pads, shifts and axes gives numpy's np.pad / np.roll each time (a
+    repeated axis adds its shifts; negative pads crop), and a bad operand still fails at run time."""
+    b = IRBuilder("padroll")
+    x = b.parameter("x", (-1, -1, -1), "f32")
+    pb = b.parameter("pb", (3,), "i64")
+    pe = b.parameter("pe", (3,), "i64")
+    v = b.parameter("v", (), "f32")
+    sh = b.parameter("sh", (-1,), "i64")
+    ax = b.parameter("ax", (-1,), "i64")
+    (p,) = b.layer("Pad", [x, pb, pe, v], [((-1, -1, -1), "f32")], {"pad_mode": "constant"}, version="opset12",
+                   names=["p"])
+    (r,) = b.layer("Roll", [x, sh, ax], [((-1, -1, -1), "f32")], version="opset7", names=["r"])
+    b.result(p)
+    b.result(r)
+    m = irnorm.load(b.save(tmp_path))
+    rng = np.random.default_rng(5)
+    cases = [((2, 3, 4), [0, 0, 0], [0, 0, 0], [1, -1], [1, 2]), ((2, 3, 4), [1, 0, 2], [0, 3, 1], [5, 2], [0, 0]),
+             ((4, 1, 5), [-1, 0, 1], [0, 2, -2], [-3], [2]), ((2, 3, 4), [1, 0, 2], [0, 3, 1], [7, -8, 1], [0, 1, 2]),
+             ((0, 3, 2), [1, 1, 0], [0, 0, 1], [2], [1]), ((2, 3, 4), [0, 0, 0], [0, 0, 0], [1, -1], [1, 2])]
+    for shape, begin, end, shift, axes in cases:
+        xv = rng.standard_normal(shape).astype(np.float32)
+        got = m.run({"x": xv, "pb": np.array(begin, np.int64), "pe": np.array(end, np.int64),
+                     "v": np.array(2.5, np.float32), "sh": np.array(shift, np.int64), "ax": np.array(axes, np.int64)})
+        crop = tuple(slice(max(-bb, 0), d - max(-e, 0)) for d, bb, e in zip(shape, begin, end, strict=True))
+        want_p = np.pad(xv[crop], [(max(bb, 0), max(e, 0)) for bb, e in zip(begin, end, strict=True)],
+                        constant_values=2.5)
+        np.testing.assert_array_equal(got["p"], want_p)
+        np.testing.assert_array_equal(got["r"], np.roll(xv, shift, axis=axes))
+    feeds = {"x": np.zeros((2, 3, 4), np.float32), "pb": np.array([0, -4, 0], np.int64),
+             "pe": np.array([0, 0, 0], np.int64), "v": np.array(0, np.float32), "sh": np.array([1, 2], np.int64),
+             "ax": np.array([0], np.int64)}
+    with pytest.raises(irnorm.InputError):  # crops more than the dim has
+        m.run(feeds)
+    feeds["pb"] = np.array([0, 0, 0], np.int64)
+    with pytest.raises(irnorm.InputError):  # two shifts for one axis
+        m.run(feeds)
