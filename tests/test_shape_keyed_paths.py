@@ -141,3 +141,42 @@ def test_pad_and_roll_follow_shapes_and_run_time_operands(tmp_path):
     feeds["pb"] = np.array([0, 0, 0], np.int64)
     with pytest.raises(irnorm.InputError):  # two shifts for one axis
         m.run(feeds)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_group_norm_bound_per_shape_equals_the_general_path(tmp_path, monkeypatch, dtype):
+    """GroupNormalization with constant scale and bias binds the moments kernel per input shape; the same
+    layer with scale and bias fed at run time takes the general path every call: bit-identical results
+    over changing shapes (one group, one channel per group, a spatial size of 1, zero-variance groups)."""
+    t = np.float32 if dtype == "f32" else np.float64
+    rng = np.random.default_rng(11)
+    scale, bias = rng.standard_normal(6).astype(t), rng.standard_normal(6).astype(t)
+    models = []
+    for const in (True, False):
+        b = IRBuilder("gn")
+        x = b.parameter("x", (-1, 6, -1, -1), dtype)
+        s = b.const(scale) if const else b.parameter("s", (6,), dtype)
+        o = b.const(bias) if const else b.parameter("o", (6,), dtype)
+        groups = 3
+        (y,) = b.layer("GroupNormalization", [x, s, o], [((-1, 6, -1, -1), dtype)],
+                       {"num_groups": str(groups), "epsilon": "1e-5"}, version="opset12", names=["y"])
+        b.result(y)
+        models.append(irnorm.load(b.save(tmp_path / str(const))))
+    calls = []
+    general_normalize = moments.normalize
+    monkeypatch.setattr(moments, "normalize", lambda *a, **k: calls.append(1) or general_normalize(*a, **k))
+    for shape in [(1, 6, 4, 4), (2, 6, 1, 1), (1, 6, 4, 4), (3, 6, 2, 5), (0, 6, 2, 2)]:
+        xv = (rng.standard_normal(shape) * 4 + 100).astype(t)
+        if xv.size:
+            xv[0, :2] = 7  # a zero-variance group
+        before = len(calls)
+        bound = models[0].run({"x": xv})["y"]
+        assert len(calls) == before or not xv.size, "the bound layer went through normalize()"
+        general = models[1].run({"x": xv, "s": scale, "o": bias})["y"]
+        assert len(calls) == before + 1 + (not xv.size)
+        assert bound.shape == shape and bound.tobytes() == general.tobytes()
+        if xv.size:
+            g = xv.reshape(shape[0], 3, -1).astype(np.float64)
+            want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(shape)
+            want = want * scale.reshape(1, 6, 1, 1) + bias.reshape(1, 6, 1, 1)
+            np.testing.assert_allclose(bound, want, rtol=1e-4 if dtype == "f32" else 1e-10, atol=1e-4)

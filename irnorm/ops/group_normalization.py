@@ -12,6 +12,8 @@ on CPU (irnorm runs it in float32 and rounds once).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.attrs import Attr, AttrSchema, at_least, parse_float, parse_int, positive
 from .base import NodeContext, Op, TensorInfo, fail, fmt_shape, register, require_float, require_same_type
 
@@ -60,14 +62,42 @@ class GroupNormalization(Op):
         g = ctx.attrs["num_groups"]
         eps = float(ctx.attrs["epsilon"])
 
-        def run(ins):
-            x, scale, bias = ins
+        def rows(x: np.ndarray) -> tuple[tuple[int, int], int | None]:
+            """(N*G, C/G * spatial) rows, and the per-channel affine's run length (`spatial` elements)."""
             n, c = x.shape[0], x.shape[1]
             spatial = x.size // (n * c) if n * c else 0
-            # (N*G, C/G * spatial) rows; per-channel affine = runs of `spatial` elements.
-            xv = x.reshape(n * g, (c // g) * spatial) if x.size else x.reshape(n * g, 0)
-            y = moments.normalize(xv, [1], moments.INSIDE_SQRT, eps, scale=scale, bias=bias, o_mod=g,
-                                  seg_len=max(spatial, 1) if spatial else None, out_dtype=x.dtype)
+            return (n * g, (c // g) * spatial), (max(spatial, 1) if spatial else None)
+
+        def general(ins):
+            x, scale, bias = ins
+            shape, seg_len = rows(x)
+            y = moments.normalize(x.reshape(shape), [1], moments.INSIDE_SQRT, eps, scale=scale, bias=bias, o_mod=g,
+                                  seg_len=seg_len, out_dtype=x.dtype)
             return [y.reshape(x.shape)]
+
+        if ctx.inputs[1].value is None or ctx.inputs[2].value is None:
+            return general
+        # Constant scale and bias (as exports write them): the kernel call is bound once per input shape
+        # (moments.normalizer, which normalize() itself builds on every call): a small layer's decisions
+        # cost more than its normalization (MobileViTv2's [1, 48, 4, 4]: 5.8 -> 2.4 us).
+        bound: dict[tuple, object] = {}
+
+        def run(ins):
+            x = ins[0]
+            key = (x.shape, x.dtype)
+            norm = bound.get(key)
+            if norm is None:
+                if x.size == 0:
+                    return general(ins)
+                shape, seg_len = rows(x)
+                kernel = moments.normalizer(shape, x.dtype, [1], moments.INSIDE_SQRT, eps, scale=ins[1],
+                                            bias=ins[2], o_mod=g, seg_len=seg_len, out_dtype=x.dtype)
+
+                def norm(v: np.ndarray, kernel=kernel, shape=shape) -> np.ndarray:
+                    return kernel(v.reshape(shape)).reshape(v.shape)
+
+                if len(bound) < 16:
+                    bound[key] = norm
+            return [norm(x)]
 
         return run
