@@ -180,3 +180,28 @@ def test_group_norm_bound_per_shape_equals_the_general_path(tmp_path, monkeypatc
             want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(shape)
             want = want * scale.reshape(1, 6, 1, 1) + bias.reshape(1, 6, 1, 1)
             np.testing.assert_allclose(bound, want, rtol=1e-4 if dtype == "f32" else 1e-10, atol=1e-4)
+
+
+def test_variadic_split_follows_shapes_and_run_time_lengths(tmp_path):
+    """VariadicSplit keeps each part's slice per (shape, axis, lengths): changing shapes and run-time
+    lengths (-1 for the rest, an empty part) give np.split's parts each time; lengths that do not fit
+    the dim fail at run time."""
+    b = IRBuilder("vsplit")
+    x = b.parameter("x", (2, -1), "f32")
+    ln = b.parameter("ln", (3,), "i64")
+    outs = b.layer("VariadicSplit", [x, b.const(np.array(-1, np.int64)), ln], [((2, -1), "f32")] * 3,
+                   version="opset1", names=["a", "b", "c"])
+    for o in outs:
+        b.result(o)
+    m = irnorm.load(b.save(tmp_path))
+    rng = np.random.default_rng(2)
+    for width, lengths in [(7, [-1, 2, 0]), (5, [1, 1, 3]), (7, [0, -1, 7 - 0 - 3]), (7, [-1, 2, 0]), (0, [0, 0, -1])]:
+        xv = rng.standard_normal((2, width)).astype(np.float32)
+        got = m.run({"x": xv, "ln": np.array(lengths, np.int64)})
+        sizes = [width - sum(v for v in lengths if v != -1) if v == -1 else v for v in lengths]
+        want = np.split(xv, np.cumsum(sizes)[:-1], axis=-1)
+        for g, w in zip(got.values(), want, strict=True):
+            np.testing.assert_array_equal(g, w)
+            assert g.flags.c_contiguous
+    with pytest.raises(irnorm.InputError):
+        m.run({"x": np.zeros((2, 4), np.float32), "ln": np.array([1, 1, 1], np.int64)})
