@@ -205,3 +205,33 @@ def test_variadic_split_follows_shapes_and_run_time_lengths(tmp_path):
             assert g.flags.c_contiguous
     with pytest.raises(irnorm.InputError):
         m.run({"x": np.zeros((2, 4), np.float32), "ln": np.array([1, 1, 1], np.int64)})
+
+
+@pytest.mark.parametrize("with_indices", [False, True])
+def test_max_pool_bound_per_shape_follows_shape_changes(tmp_path, with_indices):
+    """MaxPool binds its geometry and kernel call per input shape: a dynamic model fed changing shapes
+    (the 3x3/2 window CNNs use, with padding; a plane smaller than the padded window's reach) gives a
+    float64 reference's maxima (and their flat indices) each time."""
+    b = IRBuilder("mp")
+    x = b.parameter("x", (-1, 3, -1, -1), "f32")
+    attrs = {"kernel": "3,3", "strides": "2,2", "pads_begin": "1,1", "pads_end": "1,1", "dilations": "1,1",
+             "rounding_type": "floor", "auto_pad": "explicit", "index_element_type": "i64", "axis": "2"}
+    outs = b.layer("MaxPool", [x], [((-1, 3, -1, -1), "f32"), ((-1, 3, -1, -1), "i64")], attrs, version="opset8",
+                   names=["y", "i"])
+    b.result(outs[0])
+    if with_indices:
+        b.result(outs[1])
+    m = irnorm.load(b.save(tmp_path))
+    rng = np.random.default_rng(4)
+    for shape in [(1, 3, 8, 8), (2, 3, 5, 7), (1, 3, 8, 8), (1, 3, 1, 2), (1, 3, 16, 9)]:
+        xv = rng.standard_normal(shape).astype(np.float32)
+        got = m.run({"x": xv})
+        padded = np.pad(xv.astype(np.float64), [(0, 0), (0, 0), (1, 1), (1, 1)], constant_values=-np.inf)
+        oh, ow = (shape[2] + 2 - 3) // 2 + 1, (shape[3] + 2 - 3) // 2 + 1
+        win = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::2, ::2][:, :, :oh, :ow]
+        want = win.reshape(win.shape[:4] + (9,)).max(-1)
+        np.testing.assert_array_equal(got["y"], want.astype(np.float32))
+        if with_indices:
+            flat = xv.reshape(shape[0], shape[1], -1)
+            picked = np.take_along_axis(flat, got["i"].reshape(shape[0], shape[1], -1), -1)
+            np.testing.assert_array_equal(picked.reshape(got["y"].shape), got["y"])

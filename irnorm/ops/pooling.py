@@ -155,16 +155,25 @@ class _MaxPool(_Pool):
         dil = a.get("dilations") or [1] * len(a["kernel"])
         want_idx = self.indices and ctx.num_outputs > 1 and (ctx.outputs_read is None or ctx.outputs_read > 1)
         layer = ctx.layer
+        plans: dict[tuple, tuple] = {}  # (shape, dtype) -> (compute dtype, the bound kernel call)
 
         def run(ins):
             x = ins[0]
-            try:
-                sp, pb, _ = pool_geometry(x.shape[2:], a, dil)
-            except Exception as e:  # a window that cannot fit these concrete dims
-                raise runtime_error(layer, str(e)) from None
-            cdt = compute_dtype(x.dtype) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else np.dtype(np.float64)
-            vals, idx = kern.max_pool(x, sp, a["kernel"], a["strides"], dil, pb, cdt, float(lowest(x.dtype)),
-                                      want_idx)
+            key = (x.shape, x.dtype)
+            plan = plans.get(key)
+            if plan is None:
+                try:
+                    sp, pb, _ = pool_geometry(x.shape[2:], a, dil)
+                except Exception as e:  # a window that cannot fit these concrete dims
+                    raise runtime_error(layer, str(e)) from None
+                cdt = compute_dtype(x.dtype) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else \
+                    np.dtype(np.float64)
+                plan = cdt, kern.max_pool_plan(x.shape, sp, a["kernel"], a["strides"], dil, pb, cdt,
+                                               float(lowest(x.dtype)), want_idx)
+                if len(plans) < 16:
+                    plans[key] = plan
+            cdt, pool = plan
+            vals, idx = pool(x)
             y = cast(vals, x.dtype) if x.dtype != cdt else vals
             if not want_idx:
                 return [y]
