@@ -484,3 +484,28 @@ def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch
             other = conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:])
         np.testing.assert_allclose(y, other, rtol=1e-4, atol=1e-4)
     assert (max(taken) > 1) == parallel
+
+
+def test_padded_planes_match_numpy_padding_and_cropping():
+    """conv._padded_planes (one flat pass in a kernel) lays each plane out at hp x wp with pb zero rows /
+    columns before, zeros after and `spare` zeros past the last plane; negative pads crop, and a plane
+    shifted wholly outside comes out all zeros.  Checked against numpy slicing on a dirty scratch buffer."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(8)
+    for _ in range(60):
+        n, c, h, w = (int(v) for v in rng.integers(1, 5, 4))
+        pb = [0, int(rng.integers(-3, 4)), int(rng.integers(-3, 4))]
+        hp, wp = (int(v) for v in rng.integers(1, 9, 2))
+        spare = int(rng.integers(0, 4))
+        x5 = rng.standard_normal((n, c, 1, h, w)).astype(np.float32)
+        conv.SCRATCH.get(0, (n * c * hp * wp + spare,), np.float32)[...] = np.nan  # whatever was there before
+        got = conv._padded_planes(x5, hp, wp, pb, spare)
+        want = np.zeros((n, c, hp, wp), np.float32)
+        for r in range(hp):
+            for q in range(wp):
+                y, t = r - pb[1], q - pb[2]
+                if 0 <= y < h and 0 <= t < w:
+                    want[:, :, r, q] = x5[:, :, 0, y, t]
+        np.testing.assert_array_equal(got[:n * c * hp * wp].reshape(want.shape), want)
+        assert not got[n * c * hp * wp:].any()
