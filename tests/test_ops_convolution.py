@@ -451,7 +451,9 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
 def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch, bands, parallel):
     """Stride-1 2-D convolutions with at most DIRECT_MAX_COUT output channels (one group) run the direct
     kernel from the padded planes, band by band of output rows, serial or on the pool: the float64
-    reference's values (and the GEMM path's, to rounding) over random geometries, dilations and pads."""
+    reference's values (and the GEMM path's, to rounding) over random geometries, dilations and pads,
+    half of them with filter rows of three taps (taken in one pass) and 1-8 output channels (blocks of
+    four and the rest)."""
     from irnorm.kernels import conv
 
     if bands:
@@ -465,6 +467,8 @@ def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch
     for case in range(10):
         cout = int(rng.integers(1, conv.DIRECT_MAX_COUT + 1))
         k = [int(v) for v in rng.integers(1, 4, 2)]
+        if case % 2 == 0:
+            k[1] = 3  # filter rows of three taps take the kernel's three-tap pass
         least = -(-conv.DIRECT_MIN_TAPS // (k[0] * k[1]))
         cin = int(rng.integers(least, least + 8))
         d = [int(v) for v in rng.integers(1, 3, 2)]

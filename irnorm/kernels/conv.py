@@ -626,6 +626,32 @@ def _direct_band(xp, w, out, n, c_in, hp, wp, kh, kw, dh, dw, oy0, oy1, acc_buf)
     for ci in range(c_in):
         base = (n * c_in + ci) * hp * wp + oy0 * wp
         for ky in range(kh):
+            if kw == 3:  # the three taps of a filter row in one pass: a third of the accumulator traffic
+                src = base + ky * dh * wp
+                t = (ci * kh + ky) * 3
+                co = 0
+                while co + 4 <= cout:
+                    a = acc[co:co + 4]
+                    w00, w01, w02 = w[co, t], w[co, t + 1], w[co, t + 2]
+                    w10, w11, w12 = w[co + 1, t], w[co + 1, t + 1], w[co + 1, t + 2]
+                    w20, w21, w22 = w[co + 2, t], w[co + 2, t + 1], w[co + 2, t + 2]
+                    w30, w31, w32 = w[co + 3, t], w[co + 3, t + 1], w[co + 3, t + 2]
+                    for q in range(length):
+                        v0 = xp[np.uintp(src + q)]
+                        v1 = xp[np.uintp(src + q + dw)]
+                        v2 = xp[np.uintp(src + q + 2 * dw)]
+                        a[0, np.uintp(q)] += w00 * v0 + w01 * v1 + w02 * v2
+                        a[1, np.uintp(q)] += w10 * v0 + w11 * v1 + w12 * v2
+                        a[2, np.uintp(q)] += w20 * v0 + w21 * v1 + w22 * v2
+                        a[3, np.uintp(q)] += w30 * v0 + w31 * v1 + w32 * v2
+                    co += 4
+                for c2 in range(co, cout):
+                    w0, w1, w2 = w[c2, t], w[c2, t + 1], w[c2, t + 2]
+                    a1 = acc[c2]
+                    for q in range(length):
+                        a1[np.uintp(q)] += (w0 * xp[np.uintp(src + q)] + w1 * xp[np.uintp(src + q + dw)]
+                                            + w2 * xp[np.uintp(src + q + 2 * dw)])
+                continue
             for kx in range(kw):
                 src = base + ky * dh * wp + kx * dw
                 t = (ci * kh + ky) * kw + kx
@@ -674,11 +700,13 @@ def direct_conv(xp, w, out, c_in, hp, wp, kh, kw, dh, dw, band, tasks):
 
 # Output channels up to this many (one group), over at least DIRECT_MIN_TAPS input values per output,
 # take the direct kernel for a stride-1 2-D convolution: a GEMM with a handful of rows runs OpenBLAS
-# far below its speed, after an unfold that writes kh*kw times the input.  Measured (AVX-512 EPYC):
-# [1, 64, 16, 16] -> 8 channels 3x3 116 -> 73 us, [1, 8, 300, 300] -> 8 channels 7.4 -> 3.3 ms; with 16
-# or 32 output channels, or 27 values per output (a 3-channel stem), the GEMM was as fast or faster.
+# far below its speed, after an unfold that writes kh*kw times the input.  Measured with filter rows of
+# three taps taken in one pass (AVX-512 EPYC, the planned call, BLAS on one thread), direct against
+# unfold + GEMM, 3x3: [1, 64, 16, 16] -> 8 channels 43 against 82 us, -> 16: 73 / 106, [1, 16, 75, 75]
+# -> 16: 265 / 450, [1, 8, 150, 150] -> 16: 384 / 937, [1, 16, 8, 8] -> 16: 11.2 / 11.7; with 32 output
+# channels the GEMM won on small planes ([1, 32, 4, 4]: 24 / 9 us).  SSD-VGG 21-25 -> 14 ms.
 # Bands of output rows keep the accumulators within DIRECT_BAND_ELEMS floats.
-DIRECT_MAX_COUT = 8
+DIRECT_MAX_COUT = 16
 DIRECT_MIN_TAPS = 32
 DIRECT_BAND_ELEMS = 1 << 14
 
