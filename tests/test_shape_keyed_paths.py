@@ -235,3 +235,30 @@ def test_max_pool_bound_per_shape_follows_shape_changes(tmp_path, with_indices):
             flat = xv.reshape(shape[0], shape[1], -1)
             picked = np.take_along_axis(flat, got["i"].reshape(shape[0], shape[1], -1), -1)
             np.testing.assert_array_equal(picked.reshape(got["y"].shape), got["y"])
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_convolution_planned_per_shape_follows_shape_changes(tmp_path, stride):
+    """A depthwise GroupConvolution with constant filters plans its kernel per input shape (the
+    channels-inner kernel on small planes, the padded-row one at stride 1 on larger ones): a dynamic
+    model fed changing spatial sizes and batches matches the float64 reference each time."""
+    from irnorm import reference as R
+
+    c = 24
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((c, 1, 1, 3, 3)).astype(np.float32)
+    b = IRBuilder("dw")
+    x = b.parameter("x", (-1, c, -1, -1), "f32")
+    attrs = {"strides": f"{stride},{stride}", "pads_begin": "1,1", "pads_end": "1,1", "dilations": "1,1",
+             "auto_pad": "explicit"}
+    (y,) = b.layer("GroupConvolution", [x, b.const(w)], [((-1, c, -1, -1), "f32")], attrs, version="opset1",
+                   names=["y"])
+    b.result(y)
+    m = irnorm.load(b.save(tmp_path))
+    for shape in [(1, c, 2, 2), (1, c, 20, 20), (2, c, 5, 7), (1, c, 2, 2), (1, c, 40, 33)]:
+        xv = rng.standard_normal(shape).astype(np.float32)
+        got = m.run({"x": xv})["y"]
+        want = R.group_convolution(xv.astype(np.float64), w.astype(np.float64), [stride] * 2, [1, 1], [1, 1],
+                                   [1, 1])
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -229,8 +229,8 @@ class _ForwardBase(Op):
         w_inner = (conv.channels_inner_filter(ready[1]) if ready is not None and ready[0] == "depthwise"
                    and ready[1].ndim <= 3 else None)
 
-        # (data shape, filter shape) -> the checked geometry as tuples, and for constant weights (not
-        # depthwise) conv.forward_plan's plan for that input shape
+        # (data shape, filter shape) -> the checked geometry as tuples, and for constant weights
+        # conv.forward_plan's (or depthwise_plan's) plan for that input shape
         memo: dict[tuple, tuple] = {}
 
         @_runtime(ctx)
@@ -244,8 +244,12 @@ class _ForwardBase(Op):
                 a = _spatial_attrs(ctx.attrs, x.ndim - 2, ("strides", "dilations", "pads_begin", "pads_end"))
                 out_sp, begin = forward_geometry(x.shape[2:], k, a, auto_pad)
                 geom = (tuple(a["strides"]), tuple(a["dilations"]), tuple(begin), tuple(out_sp))
-                plan = (conv.forward_plan(x.shape, ready[1], tuple(ready[2]), *geom)
-                        if ready is not None and ready[0] == "gemm" else None)
+                if ready is None:
+                    plan = None
+                elif ready[0] == "gemm":
+                    plan = conv.forward_plan(x.shape, ready[1], tuple(ready[2]), *geom)
+                else:
+                    plan = conv.depthwise_plan(x.shape, ready[1], *geom, w_inner)
                 geom += (plan,)
                 if len(memo) < 64:
                     memo[key] = geom
