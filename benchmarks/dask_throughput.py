@@ -1,15 +1,17 @@
 """Rows per second through irnorm.dask, zarr on disk to zarr on disk, against a plain loop.
 
     python benchmarks/dask_throughput.py [--quick] [--rounds N] [--chunk-mib 64] [--data-mib 1024]
-                                         [--dir DIR] [--markdown out.md]
+                                         [--codec none|default] [--dir DIR] [--markdown out.md]
 
 Workloads (models written by ``openvino.save_model``, dynamic batch dim):
   emb  NormalizeL2 over axis 1 of [N, 384] f32 embeddings (1536 bytes a row)
   gn   GroupNormalization G=8 over [N, 32, 16, 16] f32 (32 KiB a row)
 
-Each workload's input is one uncompressed zarr array on disk, chunked like the run (--chunk-mib of
-input per chunk, 64 MiB by default); outputs are written to a fresh zarr group each time (stored
-like the inputs).  Contenders, each over exactly the same chunks:
+Each workload's input is one zarr array on disk, chunked like the run (--chunk-mib of input per chunk,
+64 MiB by default), uncompressed (``--codec none``, the default) or with the codec zarr gives an array
+when none is named (``--codec default``: what a user's ``zarr.create_array`` writes; zstd in zarr 3);
+outputs are written to a fresh zarr group each time (stored like the inputs: the same codec).
+Contenders, each over exactly the same chunks:
   plain loop      one process: for each chunk, read it, ``model.run``, write it, reading and writing
                   exactly as the zarr path's tasks do (irnorm.dask.chunkfiles: uncompressed chunk
                   files as raw bytes) -- so "overhead" is what Dask adds (Numba 1 thread; the
@@ -81,15 +83,22 @@ def build_models(d: Path) -> dict[str, tuple[Path, tuple[int, ...]]]:
     return {"emb": (d / "emb.xml", (384,)), "gn": (d / "gn.xml", (32, 16, 16))}
 
 
-def write_input(path: Path, rows: int, inner: tuple[int, ...], chunk_rows: int) -> None:
+def write_input(path: Path, rows: int, inner: tuple[int, ...], chunk_rows: int, compressors="auto") -> None:
     import zarr
 
     g = zarr.open_group(str(path), mode="w")
-    a = g.create_array("x", shape=(rows,) + inner, chunks=(chunk_rows,) + inner, dtype="f4", compressors=None)
+    a = g.create_array("x", shape=(rows,) + inner, chunks=(chunk_rows,) + inner, dtype="f4",
+                       compressors=compressors)
     rng = np.random.default_rng(0)
     for lo in range(0, rows, chunk_rows):
         n = min(chunk_rows, rows - lo)
         a[lo:lo + n] = rng.standard_normal((n,) + inner, dtype=np.float32)
+
+
+def zarr_version() -> str:
+    import zarr
+
+    return zarr.__version__
 
 
 def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int, direct: bool = True) -> None:
@@ -101,7 +110,8 @@ def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int, d
     m = irnorm.load(xml)
     x = zarr.open_group(str(inp), mode="r")["x"]
     g = zarr.open_group(str(out), mode="w")
-    y = g.create_array("y", shape=x.shape, chunks=(chunk_rows,) + x.shape[1:], dtype=x.dtype, compressors=None)
+    y = g.create_array("y", shape=x.shape, chunks=(chunk_rows,) + x.shape[1:], dtype=x.dtype,
+                       compressors=x.compressors or None)  # stored like the input, as run_zarr does
     cx, cy = (chunk_files(x), chunk_files(y)) if direct else (None, None)
     set_kernel_threads(threads)
     for lo in range(0, x.shape[0], chunk_rows):
@@ -140,6 +150,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--chunk-mib", type=float, default=64)
     ap.add_argument("--data-mib", type=float, default=1024)
+    ap.add_argument("--codec", choices=["none", "default"], default="none",
+                    help="the inputs' compression: none, or zarr's default codec")
     ap.add_argument("--dir", help="where the zarr stores go (default: a temporary directory)")
     ap.add_argument("--markdown", help="also write the table here")
     ap.add_argument("--workload", action="append", choices=["emb", "gn"],
@@ -161,7 +173,9 @@ def main() -> None:
         clusters[n] = (c, Client(c, set_as_default=False))
     startup = time.perf_counter() - t
     lines = [f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); irnorm {irnorm.__version__}; "
-             f"chunks of {args.chunk_mib:g} MiB, {args.data_mib:g} MiB of input per workload; best of "
+             f"chunks of {args.chunk_mib:g} MiB, {args.data_mib:g} MiB of input per workload, "
+             f"{'uncompressed' if args.codec == 'none' else 'zarr ' + zarr_version() + chr(39) + 's default codec'}; "
+             f"best of "
              f"{args.rounds} round(s); 2 LocalClusters started in {startup:.1f} s (not in the times)", ""]
     header = ("| workload | contender | chunks | seconds | rows/s | input MiB/s | CPU s | vs 1 worker "
               "| overhead/chunk vs plain |")
@@ -176,8 +190,9 @@ def main() -> None:
             rows = max(chunk_rows, int(args.data_mib * (1 << 20)) // row_bytes // chunk_rows * chunk_rows)
             nchunks = -(-rows // chunk_rows)
             inp, warm = base / f"{key}_in.zarr", base / f"{key}_warm.zarr"
-            write_input(inp, rows, inner, chunk_rows)
-            write_input(warm, min(rows, 256), inner, chunk_rows)
+            codec = None if args.codec == "none" else "auto"
+            write_input(inp, rows, inner, chunk_rows, codec)
+            write_input(warm, min(rows, 256), inner, chunk_rows, codec)
             key_ = model_key(xml)
             for _, client in clusters.values():  # the model and its kernels loaded in every worker
                 client.run(warm_up, key_)
