@@ -513,3 +513,41 @@ def test_padded_planes_match_numpy_padding_and_cropping():
                     want[:, :, r, q] = x5[:, :, 0, y, t]
         np.testing.assert_array_equal(got[:n * c * hp * wp].reshape(want.shape), want)
         assert not got[n * c * hp * wp:].any()
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_direct_kernel_for_grouped_convolutions_matches_the_reference(monkeypatch, parallel):
+    """Grouped stride-1 2-D convolutions (not depthwise) with filter rows of three taps, at most
+    DIRECT_MAX_COUT output channels per group and at least DIRECT_MIN_TAPS values per output run the
+    direct kernel group by group: the
+    float64 reference's values (and the unfold + GEMM path's, to rounding), batches of 1-2, 2-4 groups."""
+    from irnorm.kernels import conv
+
+    if parallel:
+        monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
+    taken = []
+    orig = conv.direct_conv
+    monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
+    rng = np.random.default_rng(22)
+    for case in range(8):
+        g = int(rng.integers(2, 5))
+        cpg = int(rng.integers(1, conv.DIRECT_MAX_COUT + 1))
+        k = [int(rng.integers(1, 4)), 3]  # grouped filters take the direct kernel with rows of three taps
+        least = -(-conv.DIRECT_MIN_TAPS // (k[0] * k[1]))
+        cin_g = int(rng.integers(least, least + 6))
+        pb = [int(v) for v in rng.integers(0, 2, 2)]
+        pe = [int(v) for v in rng.integers(0, 2, 2)]
+        spatial = [int(v) + kk - 1 for v, kk in zip(rng.integers(1, 12, 2), k, strict=True)]
+        x = rng.standard_normal((int(rng.integers(1, 3)), g * cin_g, *spatial)).astype(np.float32)
+        w = rng.standard_normal((g, cpg, cin_g, *k)).astype(np.float32)
+        exp = R.group_convolution(x, w, [1, 1], pb, pe, [1, 1])
+        wp = np.ascontiguousarray(w.reshape(g, cpg, -1))
+        before = len(taken)
+        y = np.array(conv.conv_forward(x, wp, tuple(k), (1, 1), (1, 1), tuple(pb), exp.shape[2:]), copy=True)
+        assert len(taken) == before + 1, f"case {case}: not the direct kernel"
+        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
+        with monkeypatch.context() as mp:
+            mp.setattr(conv, "DIRECT_MAX_COUT", 0)
+            other = conv.conv_forward(x, wp, tuple(k), (1, 1), (1, 1), tuple(pb), exp.shape[2:])
+        np.testing.assert_allclose(y, other, rtol=1e-4, atol=1e-4)
+    assert (max(taken) > 1) == parallel

@@ -504,20 +504,19 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             product(w, np.ascontiguousarray(x).reshape(cols_shape), res)
             return out
         return pointwise
-    if (g == 1 and cpg <= DIRECT_MAX_COUT and ck >= DIRECT_MIN_TAPS and kk[0] == 1 and o3[0] == 1
-            and s == [1, 1, 1] and w.dtype.kind == "f"):
+    if (cpg <= DIRECT_MAX_COUT and ck // g >= DIRECT_MIN_TAPS and kk[0] == 1 and o3[0] == 1
+            and s == [1, 1, 1] and w.dtype.kind == "f" and (g == 1 or kk[2] == 3)):
         hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
         band = max(1, min(o3[1], DIRECT_BAND_ELEMS // (cpg * wp)))
-        bands = n * -(-o3[1] // band)
+        bands = n * g * -(-o3[1] // band)
         tasks = 1 if n * cpg * ck * p_out < DEPTHWISE_PARALLEL_MIN * 8 else min(bands, 64)
-        w2 = w[0]
         kh, kw, dh, dw = kk[1], kk[2], d[1], d[2]
         spare = (kk[2] - 1) * d[2]
 
         def direct(x: np.ndarray) -> np.ndarray:
             out, _ = empty(x)
             xp = _padded_planes(np.ascontiguousarray(x).reshape(x5_shape), hp, wp, pb, spare)
-            direct_conv(xp, w2, out.reshape(n, cpg, o3[1], o3[2]), c, hp, wp, kh, kw, dh, dw, band, tasks)
+            direct_conv(xp, w, out.reshape(n, g * cpg, o3[1], o3[2]), c, hp, wp, kh, kw, dh, dw, band, tasks)
             return out
         return direct
     if n * ck * p_out <= SMALL_COL:  # small: one serial unfold straight from the input, one product
@@ -612,8 +611,9 @@ def _fill_padded(x, planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _direct_band(xp, w, out, n, c_in, hp, wp, kh, kw, dh, dw, oy0, oy1, acc_buf):
-    """Output rows oy0..oy1-1 of image n of a stride-1 2-D convolution straight from the zero-padded
+def _direct_band(xp, w, out, n, c_in, plane0, co0, hp, wp, kh, kw, dh, dw, oy0, oy1, acc_buf):
+    """Output rows oy0..oy1-1 of image n, channels co0.. co0 + w.shape[0] - 1, of a stride-1 2-D
+    convolution over the c_in input planes from plane0 on (one group's), straight from the zero-padded
     planes xp (flat [N*C planes of hp x wp], spare zeros after; _padded_planes): for every filter tap
     and output channel one multiply-add loop over the band's rows in the padded row width (columns
     past ow read on into the next row or plane and are dropped), accumulating in acc [Cout * band].
@@ -624,7 +624,7 @@ def _direct_band(xp, w, out, n, c_in, hp, wp, kh, kw, dh, dw, oy0, oy1, acc_buf)
     acc = acc_buf[:cout * length].reshape(cout, length)
     acc[:] = 0
     for ci in range(c_in):
-        base = (n * c_in + ci) * hp * wp + oy0 * wp
+        base = (plane0 + ci) * hp * wp + oy0 * wp
         for ky in range(kh):
             if kw == 3:  # the three taps of a filter row in one pass: a third of the accumulator traffic
                 src = base + ky * dh * wp
@@ -675,27 +675,37 @@ def _direct_band(xp, w, out, n, c_in, hp, wp, kh, kw, dh, dw, oy0, oy1, acc_buf)
         for oy in range(oy0, oy1):
             r = (oy - oy0) * wp
             for ox in range(ow):
-                out[n, co, oy, ox] = acc[co, np.uintp(r + ox)]
+                out[n, co0 + co, oy, ox] = acc[co, np.uintp(r + ox)]
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def direct_conv(xp, w, out, c_in, hp, wp, kh, kw, dh, dw, band, tasks):
-    """A stride-1 2-D convolution with few output channels, band by band of output rows (`band` rows
-    each), `tasks` (n, band) pairs split over the threads (1: the calling thread only)."""
-    n_count, cout, oh = out.shape[0], out.shape[1], out.shape[2]
+    """A stride-1 2-D convolution with few output channels per group (w: [G, Cout/G, C/G * kh * kw]; C =
+    c_in), band by band of output rows (`band` rows each), `tasks` (n, group, band) jobs split over the
+    threads (1: the calling thread only)."""
+    n_count, oh = out.shape[0], out.shape[2]
+    groups, cpg = w.shape[0], w.shape[1]
+    cin_g = c_in // groups
     bands = (oh + band - 1) // band
-    jobs = n_count * bands
+    jobs = n_count * groups * bands
     if tasks == 1:
-        acc = np.empty(cout * band * wp, out.dtype)
+        acc = np.empty(cpg * band * wp, out.dtype)
         for j in range(jobs):
-            n, b = j // bands, j % bands
-            _direct_band(xp, w, out, n, c_in, hp, wp, kh, kw, dh, dw, b * band, min(oh, (b + 1) * band), acc)
+            _direct_job(xp, w, out, j, groups, bands, band, oh, c_in, cin_g, cpg, hp, wp, kh, kw, dh, dw, acc)
         return
     for t in prange(tasks):
-        acc = np.empty(cout * band * wp, out.dtype)
+        acc = np.empty(cpg * band * wp, out.dtype)
         for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
-            n, b = j // bands, j % bands
-            _direct_band(xp, w, out, n, c_in, hp, wp, kh, kw, dh, dw, b * band, min(oh, (b + 1) * band), acc)
+            _direct_job(xp, w, out, j, groups, bands, band, oh, c_in, cin_g, cpg, hp, wp, kh, kw, dh, dw, acc)
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _direct_job(xp, w, out, j, groups, bands, band, oh, c_in, cin_g, cpg, hp, wp, kh, kw, dh, dw, acc):
+    """Job j of direct_conv: (image, group, band of output rows)."""
+    n, rest = j // (groups * bands), j % (groups * bands)
+    g, b = rest // bands, rest % bands
+    _direct_band(xp, w[g], out, n, cin_g, n * c_in + g * cin_g, g * cpg, hp, wp, kh, kw, dh, dw, b * band,
+                 min(oh, (b + 1) * band), acc)
 
 
 # Output channels up to this many (one group), over at least DIRECT_MIN_TAPS input values per output,
@@ -704,7 +714,10 @@ def direct_conv(xp, w, out, c_in, hp, wp, kh, kw, dh, dw, band, tasks):
 # three taps taken in one pass (AVX-512 EPYC, the planned call, BLAS on one thread), direct against
 # unfold + GEMM, 3x3: [1, 64, 16, 16] -> 8 channels 43 against 82 us, -> 16: 73 / 106, [1, 16, 75, 75]
 # -> 16: 265 / 450, [1, 8, 150, 150] -> 16: 384 / 937, [1, 16, 8, 8] -> 16: 11.2 / 11.7; with 32 output
-# channels the GEMM won on small planes ([1, 32, 4, 4]: 24 / 9 us).  SSD-VGG 21-25 -> 14 ms.
+# channels the GEMM won on small planes ([1, 32, 4, 4]: 24 / 9 us).  SSD-VGG 21-25 -> 14 ms.  Grouped
+# convolutions take it group by group when their filter rows have three taps (RegNetY's [1, 32, 8, 8] in
+# groups of 8 channels: 20 -> 15 us); wav2vec2's 1-D grouped positional convolution (long filters, two
+# channels a group) ran 15% slower that way, so other grouped filters keep the unfold + GEMM.
 # Bands of output rows keep the accumulators within DIRECT_BAND_ELEMS floats.
 DIRECT_MAX_COUT = 16
 DIRECT_MIN_TAPS = 32

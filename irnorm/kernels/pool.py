@@ -156,8 +156,10 @@ class Scratch(threading.local):
         self.bufs: dict[int, np.ndarray] = {}
 
     def get(self, slot: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        n = dtype.itemsize * prod(shape)
+        itemsize = _ITEMSIZE.get(dtype)
+        if itemsize is None:  # np.dtype() costs more than a small call's whole work (as in Recycler.empty)
+            itemsize = _ITEMSIZE[dtype] = np.dtype(dtype).itemsize
+        n = itemsize * prod(shape)
         if n < self.MIN_BYTES or n > self.MAX_BYTES:
             return np.empty(shape, dtype)
         b = self.bufs.get(slot)
