@@ -508,8 +508,12 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             and s == [1, 1, 1] and w.dtype.kind == "f" and (g == 1 or kk[2] == 3)):
         hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
         band = max(1, min(o3[1], DIRECT_BAND_ELEMS // (cpg * wp)))
+        parallel = n * cpg * ck * p_out >= DEPTHWISE_PARALLEL_MIN * 8
+        if parallel and n * g < DIRECT_MIN_JOBS and o3[1] > band:  # equal bands, enough to share out evenly
+            per_image = max(-(-o3[1] // band), -(-DIRECT_MIN_JOBS // (n * g)))
+            band = max(min(band, DIRECT_MIN_BAND), -(-o3[1] // per_image))
         bands = n * g * -(-o3[1] // band)
-        tasks = 1 if n * cpg * ck * p_out < DEPTHWISE_PARALLEL_MIN * 8 else min(bands, 64)
+        tasks = min(bands, 64) if parallel else 1
         kh, kw, dh, dw = kk[1], kk[2], d[1], d[2]
         spare = (kk[2] - 1) * d[2]
 
@@ -722,6 +726,12 @@ def _direct_job(xp, w, out, j, groups, bands, band, oh, c_in, cin_g, cpg, hp, wp
 DIRECT_MAX_COUT = 16
 DIRECT_MIN_TAPS = 32
 DIRECT_BAND_ELEMS = 1 << 14
+# A parallel direct convolution whose image needs several bands is cut into at least this many (image,
+# group, band) jobs of equal height: one image of 32 rows in bands of at most DIRECT_BAND_ELEMS floats was
+# 30 rows + 2 rows, one thread doing nearly all ([1, 32, 32, 32] -> 16: 177 -> 104 us, UNet's layers).
+# Bands stay at least DIRECT_MIN_BAND rows: shorter ones repeat every tap's loop over too few elements.
+DIRECT_MIN_JOBS = 4
+DIRECT_MIN_BAND = 8
 
 
 def _wide_products(x5, w, res, kk, d, pb, o3, ck, g) -> bool:
