@@ -447,12 +447,33 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
     np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
 
 
+def _watch_direct(monkeypatch, conv) -> list:
+    """Record each direct_conv call's task count (its last argument) while still running it."""
+    taken: list = []
+    orig = conv.direct_conv
+    monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
+    return taken
+
+
+def _check_direct(monkeypatch, conv, taken, x, wp, k, d, pb, exp, case) -> None:
+    """conv_forward of x with prepared weights wp takes the direct kernel (one more call in `taken`) and
+    matches the float64 reference `exp`, and the unfold + GEMM path to rounding."""
+    before = len(taken)
+    y = np.array(conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:]), copy=True)
+    assert len(taken) == before + 1, f"case {case}: not the direct kernel"
+    np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
+    with monkeypatch.context() as mp:
+        mp.setattr(conv, "DIRECT_MAX_COUT", 0)
+        other = conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:])
+    np.testing.assert_allclose(y, other, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("bands, parallel", [(False, False), (True, False), (True, True)])
 def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch, bands, parallel):
     """Stride-1 2-D convolutions with at most DIRECT_MAX_COUT output channels (one group) run the direct
     kernel from the padded planes, band by band of output rows, serial or on the pool: the float64
     reference's values (and the GEMM path's, to rounding) over random geometries, dilations and pads,
-    half of them with filter rows of three taps (taken in one pass) and 1-8 output channels (blocks of
+    half of them with filter rows of three taps (taken in one pass) and 1 to DIRECT_MAX_COUT output channels (blocks of
     four and the rest)."""
     from irnorm.kernels import conv
 
@@ -460,9 +481,7 @@ def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch
         monkeypatch.setattr(conv, "DIRECT_BAND_ELEMS", 64)  # a band of one or two rows
     if parallel:
         monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
-    taken = []
-    orig = conv.direct_conv
-    monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
+    taken = _watch_direct(monkeypatch, conv)
     rng = np.random.default_rng(21)
     for case in range(10):
         cout = int(rng.integers(1, conv.DIRECT_MAX_COUT + 1))
@@ -478,15 +497,7 @@ def test_direct_kernel_for_few_output_channels_matches_the_reference(monkeypatch
         x = rng.standard_normal((int(rng.integers(1, 3)), cin, *spatial)).astype(np.float32)
         w = rng.standard_normal((cout, cin, *k)).astype(np.float32)
         exp = R.convolution(x, w, [1, 1], pb, pe, d)
-        wp = np.ascontiguousarray(w.reshape(1, cout, -1))
-        before = len(taken)
-        y = np.array(conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:]), copy=True)
-        assert len(taken) == before + 1, f"case {case}: not the direct kernel"
-        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
-        with monkeypatch.context() as mp:
-            mp.setattr(conv, "DIRECT_MAX_COUT", 0)
-            other = conv.conv_forward(x, wp, tuple(k), (1, 1), tuple(d), tuple(pb), exp.shape[2:])
-        np.testing.assert_allclose(y, other, rtol=1e-4, atol=1e-4)
+        _check_direct(monkeypatch, conv, taken, x, np.ascontiguousarray(w.reshape(1, cout, -1)), k, d, pb, exp, case)
     assert (max(taken) > 1) == parallel
 
 
@@ -519,15 +530,13 @@ def test_padded_planes_match_numpy_padding_and_cropping():
 def test_direct_kernel_for_grouped_convolutions_matches_the_reference(monkeypatch, parallel):
     """Grouped stride-1 2-D convolutions (not depthwise) with filter rows of three taps, at most
     DIRECT_MAX_COUT output channels per group and at least DIRECT_MIN_TAPS values per output run the
-    direct kernel group by group: the
-    float64 reference's values (and the unfold + GEMM path's, to rounding), batches of 1-2, 2-4 groups."""
+    direct kernel group by group: the float64 reference's values (and the unfold + GEMM path's, to
+    rounding), batches of 1-2, 2-4 groups."""
     from irnorm.kernels import conv
 
     if parallel:
         monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
-    taken = []
-    orig = conv.direct_conv
-    monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
+    taken = _watch_direct(monkeypatch, conv)
     rng = np.random.default_rng(22)
     for case in range(8):
         g = int(rng.integers(2, 5))
@@ -541,13 +550,6 @@ def test_direct_kernel_for_grouped_convolutions_matches_the_reference(monkeypatc
         x = rng.standard_normal((int(rng.integers(1, 3)), g * cin_g, *spatial)).astype(np.float32)
         w = rng.standard_normal((g, cpg, cin_g, *k)).astype(np.float32)
         exp = R.group_convolution(x, w, [1, 1], pb, pe, [1, 1])
-        wp = np.ascontiguousarray(w.reshape(g, cpg, -1))
-        before = len(taken)
-        y = np.array(conv.conv_forward(x, wp, tuple(k), (1, 1), (1, 1), tuple(pb), exp.shape[2:]), copy=True)
-        assert len(taken) == before + 1, f"case {case}: not the direct kernel"
-        np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4, err_msg=f"case {case}")
-        with monkeypatch.context() as mp:
-            mp.setattr(conv, "DIRECT_MAX_COUT", 0)
-            other = conv.conv_forward(x, wp, tuple(k), (1, 1), (1, 1), tuple(pb), exp.shape[2:])
-        np.testing.assert_allclose(y, other, rtol=1e-4, atol=1e-4)
+        _check_direct(monkeypatch, conv, taken, x, np.ascontiguousarray(w.reshape(g, cpg, -1)), k, [1, 1], pb, exp,
+                      case)
     assert (max(taken) > 1) == parallel
