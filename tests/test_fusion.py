@@ -354,6 +354,87 @@ def test_bias_activation_kernel_on_the_pool(code_name, with_bias):
     np.testing.assert_array_equal(got, want)
 
 
+def _group_norm_net(act, bias, dtype, dynamic, rng, shape, const_scale=True):
+    """GroupNormalization (G = C/2), then optionally an Add of a per-channel `bias` and an activation."""
+    c = shape[1]
+    x = op1.parameter([-1, c] + [-1] * (len(shape) - 2) if dynamic else list(shape), dtype, name="x")
+    params = [x]
+    if const_scale:
+        scale = op1.constant(rng.standard_normal(c).astype(dtype))
+    else:
+        scale = op1.parameter([c], dtype, name="scale")
+        params.append(scale)
+    y = op12.group_normalization(x, scale, op1.constant(rng.standard_normal(c).astype(dtype)), c // 2, 1e-5)
+    if bias:
+        y = op1.add(y, op1.constant(rng.standard_normal([c] + [1] * (len(shape) - 2)).astype(dtype)))
+    y = {"relu": lambda v: op1.relu(v), "swish": lambda v: op4.swish(v), "hswish": lambda v: op4.hswish(v),
+         "gelu_erf": lambda v: op7.gelu(v, "erf"), "elu": lambda v: op1.elu(v, 0.7)}[act](y)
+    return _model(_named(y, "y"), params)
+
+
+@pytest.mark.parametrize("act, bias, dtype, dynamic, shape", [
+    ("relu", False, np.float32, False, (1, 16, 8, 8)),
+    ("swish", False, np.float32, True, (2, 8, 5, 7)),
+    ("gelu_erf", False, np.float32, False, (2, 4, 33)),
+    ("hswish", True, np.float64, False, (1, 6, 4, 4)),
+    ("elu", False, np.float32, True, (3, 4, 6)),
+    ("relu", False, np.float32, False, (2, 32, 40, 40)),  # above PARALLEL_MIN: the epilogue on the pool
+])
+def test_group_norm_activation_is_one_step(tmp_path, act, bias, dtype, dynamic, shape):
+    """GroupNormalization -> (Add) -> activation runs as one step, the activation in place on the
+    normalized output: the same float operations as the layers, so bit-identical to the unfused graph
+    (NaN, infinities and constant groups included), over changing shapes when dynamic; and OpenVINO's."""
+    rng = np.random.default_rng(len(shape) * 7 + len(act))
+    xml = save(_group_norm_net(act, bias, dtype, dynamic, rng, shape), tmp_path, "gn")
+    label = "+".join(["GroupNormalization"] + (["Add"] if bias else []) +
+                     [{"relu": "Relu", "swish": "Swish", "gelu_erf": "Gelu", "hswish": "HSwish",
+                       "elu": "Elu"}[act]])
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == [label]
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, 0] = np.nan  # a NaN group
+    x[-1, -1] = 3.0  # a constant group: zero variance
+    x.reshape(-1)[-1] = np.inf
+    feeds = [x, rng.standard_normal(shape).astype(dtype) * 100 + 1e4]
+    if dynamic:
+        feeds.append(rng.standard_normal((shape[0] + 1, *shape[1:-1], shape[-1] + 3)).astype(dtype))
+    for feed in feeds:
+        np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+def test_group_norm_activation_with_a_scale_input(tmp_path):
+    """The GroupNormalization's scale a model input (not a constant): still one step, its operands passed
+    through, bit-identical to the unfused graph."""
+    rng = np.random.default_rng(12)
+    xml = save(_group_norm_net("relu", False, np.float32, False, rng, (1, 8, 4, 4), const_scale=False), tmp_path,
+               "gn")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == ["GroupNormalization+Relu"]
+    feed = {"x": rng.standard_normal((1, 8, 4, 4)).astype(np.float32),
+            "scale": rng.standard_normal(8).astype(np.float32)}
+    np.testing.assert_array_equal(fused.run(feed)["y"], plain.run(feed)["y"])
+
+
+@pytest.mark.parametrize("case", ["used_twice", "output_too", "f16"])
+def test_group_norm_is_left_alone(tmp_path, case):
+    """A normalized output used twice or that is a model output, and f16 data: no GroupNorm fusion."""
+    rng = np.random.default_rng(6)
+    dtype = np.float16 if case == "f16" else np.float32
+    x = op1.parameter([1, 8, 4, 4], dtype, name="x")
+    gn = op12.group_normalization(x, op1.constant(np.ones(8, dtype)), op1.constant(np.zeros(8, dtype)), 4, 1e-5)
+    outs = [_named(gn, "gn")] if case == "output_too" else []
+    y = op1.add(op1.relu(gn), gn) if case == "used_twice" else op1.relu(gn)
+    xml = save(_model([_named(y, "y"), *outs], [x]), tmp_path, "gn")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert all(not label.startswith("GroupNormalization") for label, _ in fused.fused_steps), fused.fused_steps
+    feed = {"x": rng.standard_normal([1, 8, 4, 4]).astype(dtype)}
+    got, want = fused.run(feed), plain.run(feed)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
 def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True):
     """A MatMul (constant weights unless const_b is False), then optionally an Add of `bias` along the
     last axis and an activation: how exports write a linear layer."""

@@ -461,12 +461,39 @@ def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     ins = [fc.info(tuple(s)) for s in node.sources]
     conv = node.op.build(NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs)))
     consts = [fc.const(tuple(s)) for s in node.sources[1:]]
+    return Fusion(nodes, [tuple(node.sources[0])], _with_epilogue(conv, bias, code, p0, p1, consts),
+                  "+".join(n.op_type for n in nodes))
+
+
+def norm_activation(fc: FuseContext, node: Node) -> Fusion | None:
+    """GroupNormalization -> an activation (ReLU, Swish, Gelu, ...; an Add of a per-channel constant
+    between them is taken too), on f32/f64 data: the activation runs in place on the normalized output
+    while it is still in cache, one step instead of two (pre-activation ResNets write GroupNorm + ReLU,
+    diffusion UNets GroupNorm + Swish, wav2vec2's feature encoder GroupNorm + Gelu)."""
+    if node.op_type != "GroupNormalization" or any(s is None for s in node.sources):
+        return None
+    y = node.outputs[0]
+    if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 2:
+        return None
+    nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, 1)
+    if code < 0:
+        return None
+    norm = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
+    return Fusion(nodes, [tuple(s) for s in node.sources], _with_epilogue(norm, bias, code, p0, p1),
+                  "+".join(n.op_type for n in nodes))
+
+
+def _with_epilogue(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float, p1: float,
+                   consts: Sequence[np.ndarray] = ()) -> Kernel:
+    """`kernel` (whose one output is a fresh array of its own) followed by the bias and activation in
+    place on that output, the epilogue planned once per output shape and dtype.  With `consts`, the
+    fused step's one operand is the kernel's first and `consts` are the rest."""
     from ..kernels.activation import bias_activation_plan
 
-    epilogues: dict[tuple, Callable[[np.ndarray], np.ndarray]] = {}  # (shape, dtype) -> its plan
+    epilogues: dict[tuple, Callable[[np.ndarray], np.ndarray]] = {}
 
     def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        (out,) = conv([xs[0], *consts])
+        (out,) = kernel([xs[0], *consts] if consts else xs)
         key = (out.shape, out.dtype)
         epilogue = epilogues.get(key)
         if epilogue is None:
@@ -475,7 +502,7 @@ def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
                 epilogues[key] = epilogue
         return [epilogue(out)]
 
-    return Fusion(nodes, [tuple(node.sources[0])], run, "+".join(n.op_type for n in nodes))
+    return run
 
 
 _TILE_MAX = 4096  # elements of a product whose bias is laid out at its shape (16 KiB in f32)
@@ -517,7 +544,7 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
 
 
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
-                                matmul_bias_activation, scale_chain)
+                                matmul_bias_activation, norm_activation, scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
