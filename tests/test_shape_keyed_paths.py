@@ -262,3 +262,43 @@ def test_depthwise_convolution_planned_per_shape_follows_shape_changes(tmp_path,
                                    [1, 1])
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "i32", "i64", "u8", "f16", "boolean"])
+def test_pad_of_the_last_two_dims_is_one_kernel_pass(tmp_path, monkeypatch, dtype):
+    """A constant Pad of only the last two dims (NCHW spatial padding) is filled by one kernel pass into a
+    pooled buffer: numpy's np.pad for every rank from 1 to 5, empty planes, one-sided pads, the pad value
+    (f16 and boolean data take numpy's path: the same results)."""
+    np_dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+                "f16": np.float16, "boolean": np.bool_}[dtype]
+    rng = np.random.default_rng(len(dtype))
+    from irnorm.kernels import planes
+
+    calls = []
+    kernel = planes.fill_padded
+    monkeypatch.setattr(planes, "fill_padded", lambda *a: calls.append(a[4].dtype) or kernel(*a))
+    padded = 0
+    for rank in range(1, 6):
+        b = IRBuilder("pad")
+        x = b.parameter("x", (-1,) * rank, dtype)
+        pb = b.parameter("pb", (rank,), "i64")
+        pe = b.parameter("pe", (rank,), "i64")
+        v = b.parameter("v", (), dtype)
+        (p,) = b.layer("Pad", [x, pb, pe, v], [((-1,) * rank, dtype)], {"pad_mode": "constant"},
+                       version="opset12", names=["p"])
+        b.result(p)
+        m = irnorm.load(b.save(tmp_path / f"r{rank}"))
+        value = np.array(1, np_dtype) if dtype == "boolean" else np.array(7, np_dtype)
+        lead = [0] * max(rank - 2, 0)
+        for shape_tail, pads in [((5, 6), ([1, 2], [3, 0])), ((4, 3), ([0, 1], [0, 1])), ((0, 3), ([1, 1], [2, 0])),
+                                 ((3, 4), ([2, 0], [0, 0])), ((2, 5), ([0, 0], [0, 0]))]:
+            shape = (2, 3, 1)[:max(rank - 2, 0)] + shape_tail[-min(rank, 2):]
+            begin, end = (lead + pads[0])[-rank:], (lead + pads[1])[-rank:]
+            xv = (rng.standard_normal(shape) * 50).astype(np_dtype)
+            got = m.run({"x": xv, "pb": np.array(begin, np.int64), "pe": np.array(end, np.int64), "v": value})["p"]
+            want = np.pad(xv, list(zip(begin, end, strict=True)), constant_values=value)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            padded += any(begin) or any(end)
+    # the kernel filled every padded output of the types it copies, none of the others
+    assert padded == 19 and len(calls) == (0 if dtype in ("f16", "boolean") else padded)

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import blas
+from .planes import fill_padded
 from .pool import OUTPUTS, SCRATCH
 
 # Unfolded-buffer budget (elements) per block of images or, for a large image, of output rows.
@@ -593,35 +594,9 @@ def padded_planes_plan(x5_shape: tuple[int, ...], hp: int, wp: int, pb, spare: i
 
     def fill(x5: np.ndarray) -> np.ndarray:
         buf = SCRATCH.get(0, (size + spare,), x5.dtype)  # a reused buffer: every element is written below
-        _fill_padded(np.ascontiguousarray(x5).reshape(-1), planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0)
+        fill_padded(np.ascontiguousarray(x5).reshape(-1), planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
         return buf
     return fill
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _fill_padded(x, planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0):
-    """buf = the planes of x (flat [planes, h, w]) laid out as P planes of hp x wp: input rows ys..ye-1 and columns
-    xs..xe-1 placed from row y0 and column x0, zeros everywhere else (and after the last plane).  One
-    pass of flat unsigned indexing: numpy's five slice assignments cost 6-14 us on a small input."""
-    rows, cols = ye - ys, xe - xs
-    x1 = x0 + cols
-    for p in range(planes):
-        base = p * hp * wp
-        for r in range(hp):
-            row = base + r * wp
-            if y0 <= r < y0 + rows and cols > 0:
-                src = (p * h + ys + r - y0) * w + xs
-                for j in range(x0):
-                    buf[np.uintp(row + j)] = 0
-                for j in range(cols):
-                    buf[np.uintp(row + x0 + j)] = x[np.uintp(src + j)]
-                for j in range(x1, wp):
-                    buf[np.uintp(row + j)] = 0
-            else:
-                for j in range(wp):
-                    buf[np.uintp(row + j)] = 0
-    for i in range(planes * hp * wp, buf.shape[0]):
-        buf[i] = 0
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

@@ -11,6 +11,8 @@ stay partly known where OpenVINO keeps them (see ops/base.PartialInfo).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.attrs import Attr, AttrSchema, enum, optional, parse_bool, parse_int, parse_int_list
@@ -407,6 +409,9 @@ class _Pad(Op):
         return [TensorInfo(shape, x.dtype)]
 
     def build(self, ctx: NodeContext) -> Kernel:
+        from ..kernels.planes import fill_padded  # lazy: validate and --help never import numba
+        from ..kernels.pool import OUTPUTS
+
         mode, layer = ctx.attrs["pad_mode"], ctx.layer
         # (input shape, begins, ends) -> (output shape, crop, where the data goes, anything to pad), worked out
         # and checked once: Swin pads [1, 16, 16, 32] by nothing, which cost 8 us of arithmetic a call
@@ -422,7 +427,7 @@ class _Pad(Op):
                     plan = _pad_plan(self._pads(x.shape, begin, end, mode), x.shape, begin, end)
                     if len(plans) < 32:
                         plans[key] = plan
-                out_shape, crop, inner, padded = plan
+                out_shape, crop, inner, padded, planes = plan
                 if not padded:
                     return [np.ascontiguousarray(x[crop])]
                 if mode != "constant":
@@ -431,6 +436,13 @@ class _Pad(Op):
                     value = np.asarray(ins[3]).reshape(-1)[0]
                 else:
                     value = 0
+                if mode == "constant" and planes is not None and x.dtype in _PLANE_DTYPES:
+                    # only the last two dims padded: one kernel pass into a pooled buffer
+                    count, h, w, hp, wp, y0, x0 = planes
+                    out = OUTPUTS.empty(out_shape, x.dtype)
+                    fill_padded(np.ascontiguousarray(x).reshape(-1), count, h, w, out.reshape(-1), hp, wp, 0, h, 0, w,
+                                y0, x0, x.dtype.type(value))
+                    return [out]
                 if mode == "constant":  # np.pad's constant mode, without its per-call bookkeeping
                     out = np.full(out_shape, value, x.dtype)
                     out[inner] = x[crop]
@@ -442,12 +454,23 @@ class _Pad(Op):
         return run
 
 
+# element types the planes kernel copies (numpy's own for the rest: f16, bf16, bool, strings)
+_PLANE_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                       np.uint16, np.uint32, np.uint64)}
+
+
 def _pad_plan(out_shape: tuple[int, ...], shape: tuple[int, ...], begin: list[int], end: list[int]) -> tuple:
     """(out_shape, the crop of the input (negative pads), where it lands in the output, whether anything is
-    padded) for checked pads."""
+    padded, the planes geometry) for checked pads.  The geometry (planes, h, w, padded h, padded w, first
+    row, first column) is there when only the last two dims are padded, none cropped: an NCHW spatial pad."""
     crop = tuple(slice(max(-b, 0), d - max(-e, 0)) for d, b, e in zip(shape, begin, end, strict=True))
     inner = tuple(slice(max(b, 0), n - max(e, 0)) for n, b, e in zip(out_shape, begin, end, strict=True))
-    return out_shape, crop, inner, any(b > 0 or e > 0 for b, e in zip(begin, end, strict=True))
+    planes = None
+    if shape and min(begin + end) >= 0 and not any(begin[:-2]) and not any(end[:-2]) and math.prod(out_shape):
+        h, w = (shape[-2] if len(shape) > 1 else 1), shape[-1]
+        hp, wp = (out_shape[-2] if len(shape) > 1 else 1), out_shape[-1]
+        planes = (math.prod(shape[:-2]), h, w, hp, wp, begin[-2] if len(shape) > 1 else 0, begin[-1])
+    return out_shape, crop, inner, any(b > 0 or e > 0 for b, e in zip(begin, end, strict=True)), planes
 
 
 @register
