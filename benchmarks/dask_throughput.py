@@ -8,9 +8,10 @@ Workloads (models written by ``openvino.save_model``, dynamic batch dim):
   gn   GroupNormalization G=8 over [N, 32, 16, 16] f32 (32 KiB a row)
 
 Each workload's input is one zarr array on disk, chunked like the run (--chunk-mib of input per chunk,
-64 MiB by default), uncompressed (``--codec none``, the default) or with the codec zarr gives an array
-when none is named (``--codec default``: what a user's ``zarr.create_array`` writes; zstd in zarr 3);
-outputs are written to a fresh zarr group each time (stored like the inputs: the same codec).
+64 MiB by default), stored with the codec zarr gives an array when none is named (``--codec default``,
+the default: what a user's ``zarr.create_array`` writes; zstd in zarr 3) or uncompressed (``--codec
+none``: raw chunk files, which irnorm reads and writes as bytes); outputs are written to a fresh zarr
+group each time (stored like the inputs: the same codec).
 Contenders, each over exactly the same chunks:
   plain loop      one process: for each chunk, read it, ``model.run``, write it, reading and writing
                   exactly as the zarr path's tasks do (irnorm.dask.chunkfiles: uncompressed chunk
@@ -74,13 +75,18 @@ def build_models(d: Path) -> dict[str, tuple[Path, tuple[int, ...]]]:
     y = op.normalize_l2(x, op.constant(np.array([1], np.int64)), 1e-12, "add")
     y.output(0).set_names({"y"})
     ov.save_model(ov.Model([y], [x], "emb"), str(d / "emb.xml"))
-    rng = np.random.default_rng(1)
     x = op.parameter([-1, 32, 16, 16], np.float32, name="x")
-    y = op.group_normalization(x, op.constant(rng.uniform(0.5, 1.5, 32).astype(np.float32)),
-                               op.constant(rng.uniform(-0.5, 0.5, 32).astype(np.float32)), 8, 1e-5)
+    scale, bias = gn_constants()
+    y = op.group_normalization(x, op.constant(scale), op.constant(bias), 8, 1e-5)
     y.output(0).set_names({"y"})
     ov.save_model(ov.Model([y], [x], "gn"), str(d / "gn.xml"))
     return {"emb": (d / "emb.xml", (384,)), "gn": (d / "gn.xml", (32, 16, 16))}
+
+
+def gn_constants() -> tuple[np.ndarray, np.ndarray]:
+    """The GroupNorm workload's scale and bias."""
+    rng = np.random.default_rng(1)
+    return rng.uniform(0.5, 1.5, 32).astype(np.float32), rng.uniform(-0.5, 0.5, 32).astype(np.float32)
 
 
 def write_input(path: Path, rows: int, inner: tuple[int, ...], chunk_rows: int, compressors="auto") -> None:
@@ -119,6 +125,38 @@ def plain_loop(xml: Path, inp: Path, out: Path, chunk_rows: int, threads: int, d
         write_block(y, cy, lo, m.run({"x": read_block(x, cx, lo, hi, 0)})["y"])
 
 
+def output_digest(out: Path) -> str:
+    """SHA-256 of the output array's values, chunk by chunk (every contender must write the same bytes)."""
+    import hashlib
+
+    import zarr
+
+    y = zarr.open_group(str(out), mode="r")["y"]
+    h = hashlib.sha256()
+    step = y.chunks[0]
+    for lo in range(0, y.shape[0], step):
+        h.update(np.ascontiguousarray(y[lo:lo + step]).tobytes())
+    return h.hexdigest()
+
+
+def check_against_reference(key: str, inp: Path, out: Path, rows: int = 4096) -> None:
+    """The first rows of an output against a float64 numpy evaluation of the workload's formula."""
+    import zarr
+
+    x = zarr.open_group(str(inp), mode="r")["x"][:rows].astype(np.float64)
+    y = zarr.open_group(str(out), mode="r")["y"][:rows].astype(np.float64)
+    if key == "emb":
+        want = x / np.maximum(np.sqrt((x * x).sum(axis=1, keepdims=True)), 1e-12)
+    else:  # GroupNorm: G = 8, eps 1e-5, the model's constant scale and bias
+        scale, bias = (c.astype(np.float64) for c in gn_constants())
+        g = x.reshape(x.shape[0], 8, -1)
+        norm = (g - g.mean(axis=2, keepdims=True)) / np.sqrt(g.var(axis=2, keepdims=True) + 1e-5)
+        want = norm.reshape(x.shape) * scale[:, None, None] + bias[:, None, None]
+    err = float(np.max(np.abs(y - want) / (np.abs(want) + 1e-3)))
+    if not err < 1e-4:
+        raise SystemExit(f"{key}: output differs from the float64 reference (max relative error {err:.2e})")
+
+
 def _process_cpu() -> float:
     t = os.times()
     return t.user + t.system
@@ -150,8 +188,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--chunk-mib", type=float, default=64)
     ap.add_argument("--data-mib", type=float, default=1024)
-    ap.add_argument("--codec", choices=["none", "default"], default="none",
-                    help="the inputs' compression: none, or zarr's default codec")
+    ap.add_argument("--codec", choices=["default", "none"], default="default",
+                    help="the inputs' compression: zarr's default codec (what zarr.create_array writes), or none")
     ap.add_argument("--dir", help="where the zarr stores go (default: a temporary directory)")
     ap.add_argument("--markdown", help="also write the table here")
     ap.add_argument("--workload", action="append", choices=["emb", "gn"],
@@ -201,6 +239,7 @@ def main() -> None:
             contenders = contenders_for(xml, inp, chunk_rows, clusters)
             best = {k: float("inf") for k in contenders}
             cpu = {k: float("inf") for k in contenders}
+            digests: dict[str, tuple[str, str]] = {}
             for r in range(args.rounds):
                 order = list(contenders)
                 order = order[r % len(order):] + order[:r % len(order)]
@@ -214,6 +253,12 @@ def main() -> None:
                     contenders[k](out)
                     best[k] = min(best[k], time.perf_counter() - t0)
                     cpu[k] = min(cpu[k], cpu_seconds(workers) - c0)
+                    if r == 0:  # outputs checked (outside the clock): the same bytes from every contender
+                        digest = output_digest(out)
+                        if k == "plain loop":
+                            check_against_reference(key, inp, out)
+                        if digests.setdefault("first", (k, digest))[1] != digest:
+                            raise SystemExit(f"{key}: {k} wrote different outputs from {digests['first'][0]}")
                     shutil.rmtree(out, ignore_errors=True)
             mib = rows * row_bytes / (1 << 20)
             for k, s in best.items():
