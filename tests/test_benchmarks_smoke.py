@@ -39,23 +39,25 @@ def test_quick_benchmark_prints_a_table(tmp_path) -> None:
 
 @pytest.mark.parametrize("codec", ["default", "none"])
 def test_dask_throughput_quick_run_checks_outputs_and_prints_a_table(tmp_path, codec) -> None:
-    """benchmarks/dask_throughput.py --quick on the embeddings workload: every contender's output checked
-    (the same bytes as the plain loop's, and the plain loop's against a float64 reference) before the
-    table is printed; zarr's default codec unless --codec none."""
+    """benchmarks/dask_throughput.py --quick: every contender's output checked (the same bytes as the plain
+    loop's, and the plain loop's against a float64 reference) before the table is printed; zarr's default
+    codec (both workloads) unless --codec none (the embeddings)."""
     pytest.importorskip("distributed")
     pytest.importorskip("zarr")
     out_md = tmp_path / "dask.md"
-    args = [sys.executable, str(ROOT / "benchmarks" / "dask_throughput.py"), "--quick", "--workload", "emb",
-            "--dir", str(tmp_path / "data"), "--markdown", str(out_md)]
+    args = [sys.executable, str(ROOT / "benchmarks" / "dask_throughput.py"), "--quick", "--dir", str(tmp_path / "data"),
+            "--markdown", str(out_md)]
     if codec == "none":
-        args += ["--codec", "none"]
+        args += ["--codec", "none", "--workload", "emb"]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out_md.read_text()
     assert ("default codec" in text) == (codec == "default") and ("uncompressed" in text) == (codec == "none")
-    rows = [line.split("|")[2].strip() for line in text.splitlines() if line.startswith("| emb ")]
-    assert rows == ["plain loop", "plain loop x2", "zarr loop", "dask threads", "dask 1 worker", "dask 2 workers"]
+    names = ["plain loop", "plain loop x2", "zarr loop", "dask threads", "dask 1 worker", "dask 2 workers"]
+    for workload in ["emb"] + (["gn"] if codec == "default" else []):
+        rows = [line.split("|")[2].strip() for line in text.splitlines() if line.startswith(f"| {workload} ")]
+        assert rows == names, workload
 
 
 def test_dask_throughput_output_checks_catch_a_wrong_output(tmp_path) -> None:
