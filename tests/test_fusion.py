@@ -435,6 +435,56 @@ def test_group_norm_is_left_alone(tmp_path, case):
         np.testing.assert_array_equal(got[k], want[k])
 
 
+@pytest.mark.parametrize("act, dtype, dynamic, shape", [
+    ("relu", np.float32, False, (1, 16, 8, 8)),
+    ("relu", np.float32, True, (2, 8, 5, 7)),
+    ("swish", np.float64, False, (3, 4, 9)),
+    ("relu", np.float32, False, (2, 32, 40, 40)),  # above PARALLEL_MIN: the epilogue on the pool
+])
+def test_residual_add_activation_is_one_step(tmp_path, act, dtype, dynamic, shape):
+    """A ResNet block's end, Add(computed, computed) -> ReLU: one step, the activation in place on the sum;
+    bit-identical to the unfused graph (NaN, infinities, signed zeros), and OpenVINO's."""
+    rng = np.random.default_rng(len(shape) + len(act))
+    x = op1.parameter([-1, shape[1]] + [-1] * (len(shape) - 2) if dynamic else list(shape), dtype, name="x")
+    left = op1.relu(x) if act == "relu" else op1.sigmoid(x)  # two computed operands of the same shape
+    right = op1.multiply(x, op1.constant(np.array(-1.5, dtype)))
+    s = op1.add(left, right)
+    y = op1.relu(s) if act == "relu" else op4.swish(s, op1.constant(np.array(1.25, dtype)))
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "res")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == ["Add+" + ("Relu" if act == "relu" else "Swish")]
+    xv = rng.standard_normal(shape).astype(dtype)
+    xv.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    feeds = [xv] + ([rng.standard_normal((shape[0] + 1, *shape[1:-1], shape[-1] + 2)).astype(dtype)] if dynamic else [])
+    for feed in feeds:
+        np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+@pytest.mark.parametrize("case", ["constant", "broadcast", "sum_used_twice", "f16"])
+def test_add_activation_is_left_alone(tmp_path, case):
+    """An Add of a constant or one that broadcasts an operand (the bias rules' business), a sum used twice,
+    f16 data: no residual fusion."""
+    rng = np.random.default_rng(9)
+    dtype = np.float16 if case == "f16" else np.float32
+    x = op1.parameter([1, 4, 6, 6], dtype, name="x")
+    left = op1.relu(x)
+    if case == "constant":
+        right = op1.constant(rng.standard_normal([1, 4, 6, 6]).astype(dtype))
+    elif case == "broadcast":
+        right = op1.reduce_mean(x, op1.constant(np.array([2, 3], np.int64)), True)
+    else:
+        right = op1.multiply(x, op1.constant(np.array(2, dtype)))
+    s = op1.add(left, right)
+    y = op1.add(op1.relu(s), s) if case == "sum_used_twice" else op1.relu(s)
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "res")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert all(not label.startswith("Add+") for label, _ in fused.fused_steps), fused.fused_steps
+    feed = {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)}
+    np.testing.assert_array_equal(fused.run(feed)["y"], plain.run(feed)["y"])
+
+
 def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True):
     """A MatMul (constant weights unless const_b is False), then optionally an Add of `bias` along the
     last axis and an activation: how exports write a linear layer."""

@@ -423,8 +423,6 @@ def _bias_and_activation(fc: FuseContext, node: Node, axis: int) -> tuple[list[N
     """What follows a producer `node` of f32/f64 data: an Add of a constant varying only along `axis`
     (its values, in the data's type) and/or an activation with constant parameters (its kernel code and
     parameters); each swallowed value has this one consumer.  (covered layers, bias, code, p0, p1)."""
-    from ..ops.activation import _Activation
-
     y = node.outputs[0]
     nodes, bias = [node], None
     hit = fc.sole_consumer(node, ("Add",))
@@ -434,15 +432,27 @@ def _bias_and_activation(fc: FuseContext, node: Node, axis: int) -> tuple[list[N
             nodes.append(hit[0])
             bias = bias.astype(ELEMENT_TYPES[y.dtype])
     code, p0, p1 = -1, 0.0, 0.0
-    users = fc.consumers.get((nodes[-1].index, 0), [])
-    if len(users) == 1 and users[0][1] == 0 and (nodes[-1].index, 0) not in fc.keep:
-        user = fc.graph.nodes[users[0][0]]
-        params = [fc.const(tuple(s)) if s is not None else None for s in user.sources[1:]]
-        if isinstance(user.op, _Activation) and all(p is not None for p in params):
-            ctx = NodeContext(user.layer, user.attrs, [fc.info(tuple(s)) for s in user.sources], 1)
-            code, p0, p1 = user.op.fused_form(ctx, ELEMENT_TYPES[y.dtype], params)
-            nodes.append(user)
+    act = _activation_after(fc, nodes[-1])
+    if act is not None:
+        user, code, p0, p1 = act
+        nodes.append(user)
     return nodes, bias, code, p0, p1
+
+
+def _activation_after(fc: FuseContext, node: Node) -> tuple[Node, int, float, float] | None:
+    """The activation layer with constant parameters that is the sole consumer of `node`'s f32/f64 output
+    (at its data input): (that layer, its kernel code, p0, p1)."""
+    from ..ops.activation import _Activation
+
+    users = fc.consumers.get((node.index, 0), [])
+    if len(node.outputs) != 1 or len(users) != 1 or users[0][1] != 0 or (node.index, 0) in fc.keep:
+        return None
+    user = fc.graph.nodes[users[0][0]]
+    params = [fc.const(tuple(s)) if s is not None else None for s in user.sources[1:]]
+    if not isinstance(user.op, _Activation) or any(p is None for p in params):
+        return None
+    ctx = NodeContext(user.layer, user.attrs, [fc.info(tuple(s)) for s in user.sources], 1)
+    return (user, *user.op.fused_form(ctx, ELEMENT_TYPES[node.outputs[0].dtype], params))
 
 
 def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
@@ -481,6 +491,25 @@ def norm_activation(fc: FuseContext, node: Node) -> Fusion | None:
     norm = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
     return Fusion(nodes, [tuple(s) for s in node.sources], _with_epilogue(norm, bias, code, p0, p1),
                   "+".join(n.op_type for n in nodes))
+
+
+def residual_activation(fc: FuseContext, node: Node) -> Fusion | None:
+    """Add of two computed f32/f64 tensors of the output's shape -> an activation: the activation runs in
+    place on the sum (a ResNet block's residual Add + ReLU), one step instead of two."""
+    if node.op_type != "Add" or len(node.sources) != 2 or any(s is None for s in node.sources):
+        return None
+    y = node.outputs[0]
+    if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 2:
+        return None
+    if any(fc.const(tuple(s)) is not None or fc.info(tuple(s)).shape != y.shape for s in node.sources):
+        return None  # a constant operand, or one the sum broadcasts: left to the bias rules
+    act = _activation_after(fc, node)
+    if act is None:
+        return None
+    user, code, p0, p1 = act
+    add = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
+    return Fusion([node, user], [tuple(s) for s in node.sources], _with_epilogue(add, None, code, p0, p1),
+                  f"Add+{user.op_type}")
 
 
 def _with_epilogue(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float, p1: float,
@@ -544,7 +573,7 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
 
 
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
-                                matmul_bias_activation, norm_activation, scale_chain)
+                                matmul_bias_activation, norm_activation, residual_activation, scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
