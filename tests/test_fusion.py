@@ -485,6 +485,80 @@ def test_add_activation_is_left_alone(tmp_path, case):
     np.testing.assert_array_equal(fused.run(feed)["y"], plain.run(feed)["y"])
 
 
+def _squeeze_excite(rng, dtype, shape, dynamic=False, inner="swish", gate="sigmoid", bias1=True, gate_first=False,
+                    case=None):
+    """x -> ReduceMean(spatial, keep_dims) -> 1x1 conv (+ bias, inner activation) -> 1x1 conv + bias ->
+    gate -> Multiply(x, gate), as EfficientNet / MobileNetV3 / RegNetY export it; `case` breaks it."""
+    c, mid, rank = shape[1], 4, len(shape)
+    x = op1.parameter([-1, c] + [-1] * (rank - 2) if dynamic else list(shape), dtype, name="x")
+    axes = list(range(2, rank)) if case != "some_axes" else [rank - 1]
+    s = op1.reduce_mean(x, op1.constant(np.array(axes, np.int64)), case != "no_keep_dims")
+    if case == "no_keep_dims":
+        s = op1.unsqueeze(s, op1.constant(np.array(axes, np.int64)))
+    k = [3] * (rank - 2) if case == "spatial_filter" else [1] * (rank - 2)
+    pads = [1] * (rank - 2) if case == "spatial_filter" else [0] * (rank - 2)
+    one = [1] * (rank - 2)
+    h = op1.convolution(s, op1.constant((rng.standard_normal([mid, c, *k]) * 0.3).astype(dtype)), one, pads, pads,
+                        one)
+    if bias1:
+        h = op1.add(h, op1.constant(rng.standard_normal([1, mid] + one).astype(dtype)))
+    h = {"swish": lambda v: op4.swish(v, op1.constant(np.array(1.0, dtype))), "relu": op1.relu}[inner](h)
+    zeros = [0] * (rank - 2)
+    g = op1.convolution(h, op1.constant((rng.standard_normal([c, mid] + one) * 0.3).astype(dtype)), one, zeros, zeros,
+                        one)
+    g = op1.add(g, op1.constant(rng.standard_normal([1, c] + one).astype(dtype)))
+    g = op1.sigmoid(g) if gate == "sigmoid" else op5.hsigmoid(g)
+    other = op1.relu(x) if case == "other_tensor" else x
+    y = op1.multiply(g, other) if gate_first else op1.multiply(other, g)
+    outs = [_named(y, "y")] + ([_named(h, "h")] if case == "mid_is_output" else [])
+    return _model(outs, [x])
+
+
+op5 = pytest.importorskip("openvino.opset5")
+
+
+@pytest.mark.parametrize("dtype, shape, dynamic, inner, gate, bias1, gate_first", [
+    (np.float32, (1, 16, 8, 8), False, "swish", "sigmoid", True, False),
+    (np.float32, (2, 8, 5, 7), True, "relu", "hsigmoid", True, True),
+    (np.float64, (3, 12, 4, 4), False, "relu", "sigmoid", False, False),
+    (np.float32, (2, 6, 11), False, "swish", "sigmoid", True, False),  # 1-D data
+    (np.float32, (2, 32, 40, 40), False, "swish", "sigmoid", True, False),  # the Multiply on the pool
+])
+def test_squeeze_excite_is_one_step(tmp_path, dtype, shape, dynamic, inner, gate, bias1, gate_first):
+    """A squeeze-and-excitation block runs as one step, the layers' own kernels back to back: bit-identical
+    to the unfused graph (NaN, infinities, over changing shapes when dynamic), and OpenVINO's."""
+    rng = np.random.default_rng(shape[1] + len(shape))
+    xml = save(_squeeze_excite(rng, dtype, shape, dynamic, inner, gate, bias1, gate_first), tmp_path, "se")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    labels = [f[0] for f in fused.fused_steps]
+    assert len(labels) == 1 and labels[0].startswith("SqueezeExcite(ReduceMean+Convolution"), labels
+    assert labels[0].endswith(("+Sigmoid" if gate == "sigmoid" else "+HSigmoid") + "+Multiply)"), labels
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, 1].reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    feeds = [x, rng.standard_normal(shape).astype(dtype) * 30]
+    if dynamic:
+        feeds.append(rng.standard_normal((shape[0] + 1, shape[1], *(d + 2 for d in shape[2:]))).astype(dtype))
+    for feed in feeds:
+        np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+@pytest.mark.parametrize("case", ["no_keep_dims", "some_axes", "spatial_filter", "other_tensor", "mid_is_output"])
+def test_squeeze_excite_is_left_alone(tmp_path, case):
+    """Not a squeeze-excite block: the mean kept without its axes, over some spatial axes only, a 3x3
+    filter, a gate multiplying another tensor, an intermediate that is a model output: no such step, and
+    the same results as unfused."""
+    rng = np.random.default_rng(13)
+    xml = save(_squeeze_excite(rng, np.float32, (1, 8, 6, 6), case=case), tmp_path, "se")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert all(not label.startswith("SqueezeExcite") for label, _ in fused.fused_steps), fused.fused_steps
+    feed = {"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)}
+    got, want = fused.run(feed), plain.run(feed)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
 def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True):
     """A MatMul (constant weights unless const_b is False), then optionally an Add of `bias` along the
     last axis and an activation: how exports write a linear layer."""
@@ -606,3 +680,20 @@ def test_bias_activation_kernel_on_short_rows(shape, code_name, with_bias):
     want = added if code < 0 else activation.unary(code, added, 1.25, 0.0)
     got = activation.bias_activation(y.copy(), b, code, 1.25, 0.0)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_epilogue_is_the_sigmoid_layers_expression(dtype):
+    """The activation module's sigmoid code (a squeeze-excite gate in its epilogue) gives the bits of the
+    Sigmoid layer's kernel, over ordinary, huge, tiny and non-finite values."""
+    from irnorm.kernels import activation, elementwise
+    from irnorm.kernels.opcodes import SIGMOID
+
+    rng = np.random.default_rng(8)
+    y = np.concatenate([rng.standard_normal(4000) * 10, [0.0, -0.0, 88.0, -88.0, 1e-30, -1e30, np.nan, np.inf, -np.inf],
+                        rng.standard_normal(40000)]).astype(dtype)
+    b = rng.standard_normal(1).astype(dtype)
+    for shape, bias in [((1, 1, y.size), None), ((1, 1, y.size), b), ((y.size, 1, 1), None)]:
+        want = elementwise.unary(SIGMOID, (y + (bias[0] if bias is not None else 0)).reshape(shape))
+        got = activation.bias_activation(y.copy().reshape(shape), bias, activation.CODES["sigmoid"])
+        np.testing.assert_array_equal(got, want)

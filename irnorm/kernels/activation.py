@@ -39,12 +39,12 @@ from .vmath import verf, vexp
 _NAMES = (
     "relu", "gelu_erf", "gelu_tanh", "swish", "hswish", "hsigmoid", "mish", "softplus", "elu", "selu",
     "hard_sigmoid", "softsign", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "floor", "ceiling", "sign", "round_even", "round_away", "prelu_scalar",
+    "atanh", "floor", "ceiling", "sign", "round_even", "round_away", "prelu_scalar", "sigmoid",
 )
 CODES = {name: i for i, name in enumerate(_NAMES)}
 (RELU, GELU_ERF, GELU_TANH, SWISH, HSWISH, HSIGMOID, MISH, SOFTPLUS, ELU, SELU, HARD_SIGMOID, SOFTSIGN, SIN, COS,
  TAN, ASIN, ACOS, ATAN, SINH, COSH, ASINH, ACOSH, ATANH, FLOOR, CEILING, SIGN, ROUND_EVEN, ROUND_AWAY,
- PRELU_SCALAR) = range(len(_NAMES))
+ PRELU_SCALAR, SIGMOID) = range(len(_NAMES))
 
 BLOCK = 8192  # elements per task
 
@@ -171,6 +171,9 @@ def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a pla
             v = x[i]
             t = np.trunc(v)
             o[i] = t + math.copysign(one, v) if abs(v - t) >= half else t
+    elif code == SIGMOID:  # the Sigmoid layer's own expression (kernels/elementwise.py), the same bits
+        for i in range(n):
+            o[i] = 1.0 / (1.0 + vexp(-x[i]))
     else:  # PRELU_SCALAR
         for i in range(n):
             v = x[i]

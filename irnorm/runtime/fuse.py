@@ -512,6 +512,106 @@ def residual_activation(fc: FuseContext, node: Node) -> Fusion | None:
                   f"Add+{user.op_type}")
 
 
+def _pointwise_conv(fc: FuseContext, node: Node | None, channels: int) -> tuple[list[Node], np.ndarray,
+                                                                                 np.ndarray | None, int, float,
+                                                                                 float] | None:
+    """A 1x1 Convolution of `channels` input channels with constant weights, unit strides, no padding
+    (squeeze-excite's), with what follows it as conv_bias_activation takes it: (its layers, the prepared
+    weights [1, C_out, C_in], bias, activation code, p0, p1)."""
+    if node is None or (node.op_type, node.op.version) != ("Convolution", 1) or node.sources[1] is None:
+        return None
+    w = fc.const(tuple(node.sources[1]))
+    a = node.attrs
+    explicit = a.get("auto_pad") in (None, "explicit", "notset")  # else the pads are derived: none for 1x1
+    if (w is None or w.ndim < 3 or w.shape[1] != channels or any(k != 1 for k in w.shape[2:])
+            or any(v != 1 for v in a.get("strides") or [])
+            or (explicit and (any(a.get("pads_begin") or []) or any(a.get("pads_end") or [])))):
+        return None
+    nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, 1)
+    return nodes, np.ascontiguousarray(w.reshape(1, w.shape[0], -1), dtype=w.dtype), bias, code, p0, p1
+
+
+def squeeze_excite(fc: FuseContext, node: Node) -> Fusion | None:
+    """ReduceMean over the spatial axes (keep_dims) -> 1x1 Convolution (+ bias, activation) -> 1x1
+    Convolution (+ bias) -> Sigmoid (or a gate activation such as HSigmoid) -> Multiply with the
+    ReduceMean's own input: a squeeze-and-excitation block (EfficientNet, MobileNetV3, RegNetY) as one
+    step.  Its eight layers on a [C, 1, 1] vector cost a step each; fused, the same kernels run back to
+    back: the ReduceMean's and the Multiply's own, the convolutions' products as their 1x1 path makes
+    them, the bias and activation epilogues (a Sigmoid gate in the second one, by the Sigmoid layer's
+    own expression) -- bit-identical to the layers."""
+    if node.op_type != "ReduceMean" or not node.attrs.get("keep_dims") or any(s is None for s in node.sources):
+        return None
+    x_src = tuple(node.sources[0])
+    x = fc.info(x_src)
+    axes_v = fc.const(tuple(node.sources[1]))
+    if x.dtype not in ("f32", "f64") or x.shape is None or len(x.shape) < 3 or axes_v is None or x.shape[1] == -1:
+        return None
+    rank = len(x.shape)
+    if sorted(set(normalize_axes([int(v) for v in axes_v.reshape(-1)], rank))) != list(range(2, rank)):
+        return None
+    channels = x.shape[1]
+    hit = fc.sole_consumer(node, ("Convolution",))
+    first = _pointwise_conv(fc, hit[0] if hit is not None and hit[1] == 0 else None, channels)
+    if first is None:
+        return None
+    nodes1, w1, b1, code1, q0, q1 = first
+    hit = fc.sole_consumer(nodes1[-1], ("Convolution",))
+    second = _pointwise_conv(fc, hit[0] if hit is not None and hit[1] == 0 else None, w1.shape[1])
+    if second is None or second[1].shape[1] != channels:
+        return None
+    nodes2, w2, b2, code2, r0, r1 = second
+    gate = None
+    if code2 < 0:  # the gate is a Sigmoid layer of its own
+        hit = fc.sole_consumer(nodes2[-1], ("Sigmoid",))
+        if hit is None:
+            return None
+        gate = hit[0]
+    last = gate or nodes2[-1]
+    hit = fc.sole_consumer(last, ("Multiply",))
+    if hit is None or fc.other_operand(hit[0], hit[1]) != x_src or not _binary_numpy(hit[0]):
+        return None
+    mul = hit[0]
+
+    def build(n: Node) -> Kernel:
+        return n.op.build(NodeContext(n.layer, n.attrs, [fc.info(tuple(s)) for s in n.sources], 1))
+
+    mean, multiply = build(node), build(mul)
+    if gate is not None:  # the Sigmoid layer's expression runs in the second product's epilogue
+        from ..kernels.activation import CODES
+
+        code2 = CODES["sigmoid"]
+    axes = fc.const(tuple(node.sources[1]))
+    x_first = mul.sources[0] is not None and tuple(mul.sources[0]) == x_src
+    from ..kernels.activation import bias_activation_plan
+
+    plans: dict[tuple, tuple] = {}  # (x's shape, dtype) -> the epilogues and shapes at that shape
+
+    def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
+        xv = ins[0]
+        key = (xv.shape, xv.dtype)
+        plan = plans.get(key)
+        if plan is None:
+            n = xv.shape[0]
+            plan = (bias_activation_plan((n, w1.shape[1], 1), xv.dtype, b1, code1, q0, q1),
+                    bias_activation_plan((n, channels, 1), xv.dtype, b2, code2, r0, r1),
+                    (n, 1, channels, 1), (n, 1, w1.shape[1], 1), (n, w1.shape[1], 1), (n, 1, channels, 1),
+                    (n, channels) + (1,) * (rank - 2))
+            if len(plans) < 16:
+                plans[key] = plan
+        epi1, epi2, cols1, res1, mid, res2, gate_shape = plan
+        (m,) = mean([xv, axes])
+        h = np.empty(res1, xv.dtype)
+        np.matmul(w1, m.reshape(cols1), out=h)  # the 1x1 convolutions' product, as their plan makes it
+        h = epi1(h.reshape(mid))
+        g = np.empty(res2, xv.dtype)
+        np.matmul(w2, h.reshape(res1[0], 1, res1[2], 1), out=g)
+        g = epi2(g.reshape(res2[0], channels, 1)).reshape(gate_shape)
+        return multiply([xv, g] if x_first else [g, xv])
+
+    covered = [node, *nodes1, *nodes2, *([gate] if gate is not None else []), mul]
+    return Fusion(covered, [x_src], run, "SqueezeExcite(" + "+".join(n.op_type for n in covered) + ")")
+
+
 def _with_epilogue(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float, p1: float,
                    consts: Sequence[np.ndarray] = ()) -> Kernel:
     """`kernel` (whose one output is a fresh array of its own) followed by the bias and activation in
@@ -573,7 +673,8 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
 
 
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
-                                matmul_bias_activation, norm_activation, residual_activation, scale_chain)
+                                matmul_bias_activation, norm_activation, residual_activation, squeeze_excite,
+                                scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
