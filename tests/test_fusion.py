@@ -42,6 +42,15 @@ def _check(xml, feeds, label, dtype):
     return fused
 
 
+def _left_alone(xml, prefix, feed):
+    """No fused step of the model is labelled `prefix`..., and fused and unfused runs give the same bits."""
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert all(not label.startswith(prefix) for label, _ in fused.fused_steps), fused.fused_steps
+    got, want = fused.run(feed), plain.run(feed)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
 def _layer_norm(shape, dtype, dynamic, with_bias=True, rng=None):
     """MVN-6 + Multiply + Add as exporters write a LayerNorm; `dynamic`: every dim but the last."""
     x = op1.parameter([-1] * (len(shape) - 1) + [shape[-1]] if dynamic else list(shape), dtype, name="x")
@@ -330,12 +339,7 @@ def test_convolution_is_left_alone(tmp_path, case):
     else:
         y = op1.relu(op1.add(conv, op1.constant(np.ones([1, 4, 1, 1], dtype))))
     xml = save(_model([_named(y, "y"), *outs], [x]), tmp_path, "c")
-    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
-    assert all(not label.startswith("Convolution+Add") for label, _ in fused.fused_steps), fused.fused_steps
-    feed = {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)}
-    got, want = fused.run(feed), plain.run(feed)
-    for k in want:
-        np.testing.assert_array_equal(got[k], want[k])
+    _left_alone(xml, "Convolution+Add", {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)})
 
 
 @pytest.mark.parametrize("code_name, with_bias", [("relu", True), ("swish", False), ("hswish", True)])
@@ -427,12 +431,7 @@ def test_group_norm_is_left_alone(tmp_path, case):
     outs = [_named(gn, "gn")] if case == "output_too" else []
     y = op1.add(op1.relu(gn), gn) if case == "used_twice" else op1.relu(gn)
     xml = save(_model([_named(y, "y"), *outs], [x]), tmp_path, "gn")
-    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
-    assert all(not label.startswith("GroupNormalization") for label, _ in fused.fused_steps), fused.fused_steps
-    feed = {"x": rng.standard_normal([1, 8, 4, 4]).astype(dtype)}
-    got, want = fused.run(feed), plain.run(feed)
-    for k in want:
-        np.testing.assert_array_equal(got[k], want[k])
+    _left_alone(xml, "GroupNormalization", {"x": rng.standard_normal([1, 8, 4, 4]).astype(dtype)})
 
 
 @pytest.mark.parametrize("act, dtype, dynamic, shape", [
@@ -479,10 +478,7 @@ def test_add_activation_is_left_alone(tmp_path, case):
     s = op1.add(left, right)
     y = op1.add(op1.relu(s), s) if case == "sum_used_twice" else op1.relu(s)
     xml = save(_model(_named(y, "y"), [x]), tmp_path, "res")
-    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
-    assert all(not label.startswith("Add+") for label, _ in fused.fused_steps), fused.fused_steps
-    feed = {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)}
-    np.testing.assert_array_equal(fused.run(feed)["y"], plain.run(feed)["y"])
+    _left_alone(xml, "Add+", {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)})
 
 
 def _squeeze_excite(rng, dtype, shape, dynamic=False, inner="swish", gate="sigmoid", bias1=True, gate_first=False,
@@ -551,12 +547,7 @@ def test_squeeze_excite_is_left_alone(tmp_path, case):
     the same results as unfused."""
     rng = np.random.default_rng(13)
     xml = save(_squeeze_excite(rng, np.float32, (1, 8, 6, 6), case=case), tmp_path, "se")
-    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
-    assert all(not label.startswith("SqueezeExcite") for label, _ in fused.fused_steps), fused.fused_steps
-    feed = {"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)}
-    got, want = fused.run(feed), plain.run(feed)
-    for k in want:
-        np.testing.assert_array_equal(got[k], want[k])
+    _left_alone(xml, "SqueezeExcite", {"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)})
 
 
 def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True):
@@ -637,12 +628,7 @@ def test_matmul_is_left_alone(tmp_path, case):
     else:
         y = op1.relu(op1.add(mm, op1.constant(np.ones([4], dtype))))
     xml = save(_model([_named(y, "y")], [x]), tmp_path, "m")
-    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
-    assert all(not label.startswith("MatMul") for label, _ in fused.fused_steps), fused.fused_steps
-    feed = {"x": (rng.standard_normal([2, 3, 4]) * 3).astype(dtype)}
-    got, want = fused.run(feed), plain.run(feed)
-    for k in want:
-        np.testing.assert_array_equal(got[k], want[k])
+    _left_alone(xml, "MatMul", {"x": (rng.standard_normal([2, 3, 4]) * 3).astype(dtype)})
 
 
 @pytest.mark.parametrize("code_name, with_bias", [("gelu_erf", True), ("relu", False), (None, True)])
