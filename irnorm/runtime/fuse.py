@@ -3,7 +3,9 @@
 Exporters write a LayerNorm as MVN + Multiply + Add, an f16 GroupNorm as Convert + GroupNormalization
 + Convert, a Scale as Multiply + Add + Power, a convolution's bias and activation as Add + Relu (or
 Swish, HSwish, ...).  Run layer by layer, each of those is a full pass over memory (and a rounding of
-its own); fused, it is one pass.  A rule looks at a layer and the layers
+its own); fused, it is one pass.  Others are one step instead of several, each running the layers' own
+kernels back to back (bit-identical): an activation after a GroupNorm or after a residual Add, in place;
+a squeeze-and-excitation block's eight small layers.  A rule looks at a layer and the layers
 that consume it and, when the pattern holds, returns a :class:`Fusion`: the layers it covers, the
 operands of the fused kernel and the kernel itself (built from the ops' own kernel entry points --
 the kernels know nothing of fusion).
