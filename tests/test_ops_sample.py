@@ -325,3 +325,56 @@ def test_interpolate_cubic_refusals(tmp_path, attrs, fragment):
     b = single_op_model("Interpolate", [("param:x", ((1, 1, 2, 2), "f32")), ("s", np.array([2.0, 2.0], np.float32)),
                                         ("a", np.array([2, 3]))], [((1, 1, 4, 4), "f32")], attrs, version="opset11")
     expect_error(b, tmp_path, "IRN021" if attrs.get("cube_coeff") else "IRN023", fragment)
+
+
+# ---- Interpolate nearest: the per-shape plan -----------------------------------------------------------------
+
+NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"]
+
+
+@pytest.mark.parametrize("et, dt", [("f32", np.float32), ("i32", np.int32), ("u8", np.uint8), ("f16", np.float16)])
+def test_interpolate_nearest_plan_equals_the_reference(tmp_path, monkeypatch, et, dt):
+    """Nearest Interpolate-11 keeps its source indices per input shape and operands: over ranks 3-5,
+    every nearest rounding and coordinate transform, scales and sizes (2x, 3x, 0.5x, 1.5x, one axis or
+    two, the last two axes or others) and changing dynamic shapes, each run equals the float64 reference
+    exactly (nearest only copies), a repeated call too; an integer upsampling of the last two axes takes
+    the one-pass kernel (f16 data np.take)."""
+    from irnorm.kernels import sample
+
+    calls = []
+    kernel = sample.repeat_planes
+    monkeypatch.setattr(sample, "repeat_planes", lambda *a: calls.append(a[2:]) or kernel(*a))
+    rng = np.random.default_rng(len(et))
+    for k in range(15):
+        rank = 3 + k % 3
+        transform, mode = TRANSFORMS[k % 5], NEAREST_MODES[(k // 3) % 5]
+        axes = [rank - 2, rank - 1] if k % 4 else [1]
+        scales = [[2.0, 2.0], [3.0, 1.0], [0.5, 2.0], [1.5, 2.0]][k % 4][:len(axes)]
+        b = single_op_model("Interpolate", [("param:x", ((-1,) * rank, et)),
+                                            ("s", np.array(scales, np.float32)), ("a", np.array(axes, np.int64))],
+                            [((-1,) * rank, et)], {"mode": "nearest", "shape_calculation_mode": "scales",
+                                                   "coordinate_transformation_mode": transform, "nearest_mode": mode},
+                            version="opset11")
+        m = irnorm.load(b.save(tmp_path / f"n{k}"))
+        for _ in range(2):
+            shape = tuple(int(d) for d in rng.integers(1, 6, rank))
+            x = (rng.standard_normal(shape) * 50).astype(dt)
+            sizes = [int(np.floor(shape[a] * s + 1e-5)) for a, s in zip(axes, scales, strict=True)]
+            want = R.interpolate(x.astype(np.float64), axes, sizes, scales, "nearest", transform, mode, -0.75)
+            for _ in range(2):  # the second call takes the kept plan
+                y = m.run({"x": x})["y"]
+                assert y.dtype == dt and y.flags.c_contiguous
+                np.testing.assert_array_equal(y.astype(np.float64), want)
+    # asymmetric + floor at 2x and 3x is each element repeated: the kernel (not for f16 data)
+    seen_before = len(calls)
+    for scales, repeat in (([2.0, 2.0], (2, 2)), ([1.0, 3.0], (1, 3))):
+        b = single_op_model("Interpolate", [("param:x", ((2, 3, 5, 4), et)), ("s", np.array(scales, np.float32)),
+                                            ("a", np.array([2, 3], np.int64))],
+                            [((2, 3, 5 * repeat[0], 4 * repeat[1]), et)],
+                            {"mode": "nearest", "shape_calculation_mode": "scales",
+                             "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+                            version="opset11")
+        x = (rng.standard_normal((2, 3, 5, 4)) * 50).astype(dt)
+        y = irnorm.load(b.save(tmp_path / f"k{repeat}")).run({"x": x})["y"]
+        np.testing.assert_array_equal(y, np.repeat(np.repeat(x, repeat[0], axis=2), repeat[1], axis=3))
+    assert calls[seen_before:] == ([] if dt == np.float16 else [(2, 2), (1, 3)])

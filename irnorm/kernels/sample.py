@@ -167,3 +167,33 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, mode: str, padding: str, ali
     fn = _run_parallel if work >= PARALLEL_MIN and n * g.shape[1] > 1 else _run_serial
     fn(d, g, out, MODES[mode], PADDINGS[padding], bool(align))
     return out
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def repeat_planes(x, out, kh, kw):
+    """out[p, y * kh + i, x * kw + j] = x[p, y, x] for i < kh, j < kw: nearest-neighbour upsampling by
+    integer factors of the last two axes (x [P, H, W], out [P, H*kh, W*kw], both C-contiguous).  Each
+    input row is widened once into the first of its kh output rows, then copied to the others; flat
+    unsigned indices (signed ones add wraparound checks that keep the copies scalar)."""
+    planes, h, w = x.shape
+    ow = w * kw
+    xf, of = x.reshape(-1), out.reshape(-1)
+    for r in range(planes * h):
+        src = np.uintp(r * w)
+        first = np.uintp(r * kh * ow)
+        if kw == 2:  # the common 2x: two stores an element, no inner loop of two
+            for c in range(w):
+                v = xf[src + np.uintp(c)]
+                d = first + np.uintp(2 * c)
+                of[d] = v
+                of[d + np.uintp(1)] = v
+        else:
+            for c in range(w):
+                v = xf[src + np.uintp(c)]
+                d = first + np.uintp(c * kw)
+                for j in range(kw):
+                    of[d + np.uintp(j)] = v
+        for i in range(1, kh):
+            row = first + np.uintp(i * ow)
+            for c in range(ow):
+                of[row + np.uintp(c)] = of[first + np.uintp(c)]
