@@ -378,3 +378,22 @@ def test_interpolate_nearest_plan_equals_the_reference(tmp_path, monkeypatch, et
         y = irnorm.load(b.save(tmp_path / f"k{repeat}")).run({"x": x})["y"]
         np.testing.assert_array_equal(y, np.repeat(np.repeat(x, repeat[0], axis=2), repeat[1], axis=3))
     assert calls[seen_before:] == ([] if dt == np.float16 else [(2, 2), (1, 3)])
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_interpolate_of_an_empty_axis(tmp_path, mode):
+    """Resizing an axis with no elements to a non-empty size has nothing to take values from: IRN064 at
+    the layer (was an IndexError from numpy); resized to zero elements (scales) it gives an empty result."""
+    b = single_op_model("Interpolate", [("param:x", ((1, 2, -1, 4), "f32")), ("s", np.array([5, 4], np.int64)),
+                                        ("a", np.array([2, 3], np.int64))], [((1, 2, 5, 4), "f32")],
+                        {"mode": mode, "shape_calculation_mode": "sizes"}, version="opset11")
+    m = irnorm.load(b.save(tmp_path / "sizes"))
+    with pytest.raises(irnorm.InputError) as e:
+        m.run({"x": np.zeros((1, 2, 0, 4), np.float32)})
+    assert e.value.diagnostics[0].code == "IRN064" and "axis 2 has no elements" in str(e.value)
+    assert m.run({"x": np.ones((1, 2, 3, 4), np.float32)})["y"].shape == (1, 2, 5, 4)
+    b = single_op_model("Interpolate", [("param:x", ((1, 2, -1, 4), "f32")), ("s", np.array([2, 1], np.float32)),
+                                        ("a", np.array([2, 3], np.int64))], [((1, 2, -1, 4), "f32")],
+                        {"mode": mode, "shape_calculation_mode": "scales"}, version="opset11")
+    y = irnorm.load(b.save(tmp_path / "scales")).run({"x": np.zeros((1, 2, 0, 4), np.float32)})["y"]
+    assert y.shape == (1, 2, 0, 4)

@@ -250,6 +250,10 @@ class _Interpolate(Op):
                 raise runtime_error(layer, str(getattr(e, "message", e))) from None
             r = x.ndim
             pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
+            for ax, n in zip(axes, sizes, strict=True):
+                if n > 0 and x.shape[ax] + pb[ax] + pe[ax] <= 0:  # nothing to take the output's values from
+                    raise runtime_error(layer, f"axis {ax} has no elements (data {list(x.shape)}) but is resized "
+                                               f"to {n}")
             if key is not None and not any(pb) and not any(pe) and len(nearest) < 32:
                 fn = nearest[key] = nearest_plan(x.shape, x.dtype, axes, sizes, scales, a)
                 return [fn(x)]
