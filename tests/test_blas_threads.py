@@ -1,6 +1,7 @@
-"""kernels/blas.py: while a model with BLAS-backed layers runs, numpy's OpenBLAS runs on one thread
-(large products on the process's count), and the count the process had is back afterwards -- after
-an error, after concurrent runs, and never touched by models without such layers."""
+"""kernels/blas.py: while a model with BLAS-backed layers runs, numpy's OpenBLAS runs on one thread,
+and the count the process had is back afterwards -- after an error, after concurrent runs, and never
+touched by models without such layers.  Large products are cut into column blocks whose bits do not
+depend on how many threads run them, nor on what else the process runs."""
 
 from __future__ import annotations
 
@@ -59,24 +60,131 @@ def test_one_blas_thread_during_a_run_and_the_count_restored(tmp_path, two_threa
     assert CTL.get_num_threads() == 2
 
 
-def test_large_products_get_the_process_thread_count(two_threads):
+def test_column_blocks_depend_on_the_sizes_alone():
+    d = blas.GEMM_PARALLEL_MIN_DIM
+    assert blas.column_blocks(d, d, d) is None  # too few operations
+    assert blas.column_blocks(4, 1 << 20, 576) is None  # too skinny (4 output channels of a convolution)
+    assert blas.column_blocks(8, 1000, 576) is None  # too few operations (9 MFLOP)
+    assert blas.column_blocks(8, 8, 1 << 20) is None  # large, but too few columns to cut
+    for m, n, k, batch in ((64, 1024, 147, 1), (512, 3072, 768, 1), (32, 5625, 72, 1), (32, 1000, 64, 16),
+                           (64, 33, 4096, 1)):
+        blocks = blas.column_blocks(m, n, k, batch)
+        assert blocks is not None and 2 <= len(blocks) <= blas.PART_MAX, (m, n, k)
+        assert blocks[0][0] == 0 and blocks[-1][1] == n
+        assert all(hi > lo and lo % blas.PART_COLS == 0 for lo, hi in blocks)
+        assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:], strict=False))
+        assert blas.column_blocks(m, n, k, batch) == blocks
+    assert blas.column_blocks(64, 1024, 147) == ((0, 512), (512, 1024))  # the ResNet stem's: two halves
+
+
+def _threads(n: int) -> None:
+    import numba
+
+    numba.set_num_threads(n)
+
+
+@pytest.mark.parametrize("shapes", [((64, 147), (147, 1040)), ((3, 64, 147), (147, 1000)),
+                                    ((2, 1, 24, 300), (3, 300, 2000)), ((512, 768), (768, 768))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_products_same_bits_on_any_thread_count(shapes, dtype):
+    rng = np.random.default_rng(len(shapes[1]))
+    a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    want = np.matmul(a, b)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = max(np.prod(a.shape[:-2], dtype=int), np.prod(b.shape[:-2], dtype=int))
+    blocks = blas.column_blocks(m, n, k, batch)
+    assert blocks is not None
+    results = {}
     assert blas.enter()
     try:
-        assert CTL.get_num_threads() == 1
-        d = blas.GEMM_PARALLEL_MIN_DIM
-        assert not blas.widen(d, d, d)  # too few operations
-        assert not blas.widen(4, 1 << 20, 576)  # too skinny (4 output channels of a convolution)
-        assert not blas.widen(8, 1000, 576)  # too few operations (9 MFLOP)
-        assert CTL.get_num_threads() == 1
-        assert blas.widen(512, 3072, 768)
-        assert CTL.get_num_threads() == 2
-        blas.narrow()
-        assert CTL.get_num_threads() == 1
+        for threads in (1, 2):
+            _threads(threads)
+            out = np.full_like(want, np.nan)
+            blas.product(a, b, out, blocks)
+            results[threads] = out
+        _threads(2)
+
+        def work(i: int) -> None:  # concurrent products: the same bits as alone
+            for _ in range(5):
+                out = np.empty_like(want)
+                blas.product(a, b, out, blocks)
+                assert out.tobytes() == results[1].tobytes()
+
+        assert in_threads(work, 3) == []
     finally:
         blas.leave()
-    assert CTL.get_num_threads() == 2
-    assert not blas.widen(512, 3072, 768)  # outside a run: nothing changes
-    assert CTL.get_num_threads() == 2
+    assert results[1].tobytes() == results[2].tobytes()
+    # the blocks are the same product: equal to numpy's up to the BLAS's rounding
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(results[1], want, rtol=tol, atol=tol * np.sqrt(k))
+
+
+def _large_products_model(tmp_path: Path) -> irnorm.Model:
+    """A ResNet-like 7x7 stride-2 stem (a [64, 147] x [147, 1024] product per image) and a linear layer
+    ([256, 768] x [768, 768]): both above the size that is cut into blocks."""
+    from irbuilder import IRBuilder
+
+    rng = np.random.default_rng(3)
+    b = IRBuilder("large_products")
+    x = b.parameter("x", (-1, 3, 64, 64), "f32")
+    w = b.const(rng.standard_normal((64, 3, 7, 7)).astype(np.float32) * np.float32(0.1), "w")
+    (c,) = b.layer("Convolution", [x, w], [((-1, 64, 32, 32), "f32")],
+                   {"strides": "2,2", "pads_begin": "3,3", "pads_end": "3,3", "dilations": "1,1",
+                    "auto_pad": "explicit"}, version="opset1", name="stem", names=["stem"])
+    b.result(c)
+    t = b.parameter("t", (-1, 768), "f32")
+    lw = b.const(rng.standard_normal((768, 768)).astype(np.float32) * np.float32(0.03), "lw")
+    (y,) = b.layer("MatMul", [t, lw], [((-1, 768), "f32")], {"transpose_a": "false", "transpose_b": "true"},
+                   version="opset1", name="linear", names=["linear"])
+    b.result(y)
+    return irnorm.load(b.save(tmp_path))
+
+
+def test_large_products_same_bits_alone_concurrent_and_on_one_thread(tmp_path, two_threads):
+    """Concurrent runs (as on Dask's threaded scheduler) and a run whose kernels get one thread (a Dask
+    task) give the bits of a run alone: on OpenBLAS's Haswell kernels a product on 1 and on 2 threads
+    rounds differently, and the process-wide BLAS thread count was changed under a running product."""
+    m = _large_products_model(tmp_path)
+    rng = np.random.default_rng(4)
+    feeds = [{"x": rng.standard_normal((n, 3, 64, 64)).astype(np.float32),
+              "t": rng.standard_normal((256 * n, 768)).astype(np.float32)} for n in (1, 2, 3)]
+    alone = [m.run(f) for f in feeds]
+
+    def work(i: int) -> None:
+        _threads(1 + i % 2)
+        for _ in range(4):
+            got = m.run(feeds[i % 3])
+            for k, v in alone[i % 3].items():
+                assert got[k].tobytes() == v.tobytes(), (i, k)
+
+    try:
+        assert in_threads(work, 4) == []
+    finally:
+        _threads(2)
+    assert CTL.get_num_threads() == 2 and blas._state["depth"] == 0
+
+
+_FORKED: dict = {}
+
+
+def _run_in_child(feeds: dict) -> np.ndarray:
+    return _FORKED["model"].run(feeds)["stem"]
+
+
+def test_a_forked_child_runs_blocked_products(tmp_path, two_threads):
+    """The helper threads do not survive fork(): a child's first blocked product starts its own."""
+    import multiprocessing
+
+    m = _FORKED["model"] = _large_products_model(tmp_path)
+    feeds = {"x": np.ones((1, 3, 64, 64), np.float32), "t": np.ones((256, 768), np.float32)}
+    want = m.run(feeds)["stem"]  # the parent's helper pool exists now
+    assert blas._helpers["pool"] is not None
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            got = pool.apply_async(_run_in_child, (feeds,)).get(timeout=120)
+    finally:
+        _FORKED.clear()
+    assert got.tobytes() == want.tobytes()
 
 
 def test_restored_after_a_failing_run(tmp_path, two_threads):

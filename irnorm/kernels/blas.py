@@ -1,34 +1,47 @@
-"""How many threads numpy's BLAS may use while irnorm runs a model.
+"""How numpy's BLAS runs while irnorm runs a model.
 
 irnorm's MatMul, convolution, attention and recurrent layers call numpy's BLAS (OpenBLAS in numpy's
 wheels), and its other kernels run on Numba's threads.  Left at its default, OpenBLAS starts a thread
 per core for every product above a small size, and after each product those threads spin waiting for
 the next one -- on the very cores Numba's kernels then need.  In the real networks under
 tests/networks (GEMMs of a few MFLOP) that made a run 2-5x slower than with a single BLAS thread.
-So while a model runs (``run_scope``), BLAS runs on one thread, and a product large enough to pay
-for more (``GEMM_PARALLEL_FLOPS``) gets the thread count the process had (``gemm_threads``).  The
-setting in force before the run is restored when the last concurrent run ends.
+So while a model runs (``enter``/``leave``), BLAS runs on one thread; the setting in force before the
+run is restored when the last concurrent run ends.
+
+A product large enough to pay for more cores (``may_widen``) is cut into blocks of columns (of B and
+of the result, ``column_blocks``), each block one single-threaded BLAS call, and the blocks run on
+the calling thread and on helper threads (``product``).  Not on OpenBLAS's own threads: OpenBLAS
+splits a product by its thread count at the call, and its Haswell (AVX2) kernels round differently
+for different splits ([64, 147] x [147, 1024] on 1 and on 2 threads differ in the last bit of a fifth
+of the results), so a result depended on what else the process ran (a concurrent run setting the
+process-wide count) and on how it was started (Dask's workers start with OPENBLAS_NUM_THREADS=1).
+The cut depends on the product's sizes only: the same bits on one thread (a Dask task, whose kernels
+get one thread) as on several, alone or beside other runs.
 
 The library is found with threadpoolctl (it knows where numpy's BLAS is and what it is); only an
 OpenBLAS with its own process-wide thread pool (pthreads, as in numpy's wheels) is driven, through its
-``openblas_set_num_threads``.  Without threadpoolctl, or with another BLAS, nothing is changed.
-``IRNORM_BLAS_THREADS=default`` leaves BLAS alone.
+``openblas_set_num_threads``.  Without threadpoolctl, or with another BLAS, nothing is changed and
+products are one call each.  ``IRNORM_BLAS_THREADS=default`` leaves BLAS alone.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 # Products of at least this many floating-point operations (2*m*n*k) whose three dims are all at least
-# GEMM_PARALLEL_MIN_DIM run on the process's BLAS thread count; all others on one thread.  Measured on
-# the machine of the README's tables: alone, two threads are faster from 2 MFLOP on; inside a network
-# the idle pool's spinning costs the Numba kernels around it more than that: ResNet-18 (products up to
-# 19 MFLOP) ran 1.5x faster with one thread for every product than with two for those over 2 MFLOP,
-# and SSD-VGG (products of 8-128 output channels x 27-576 x up to 90000 positions) 20-40% faster with
-# one thread than with two for those over 32 MFLOP; a transformer-sized MLP ([512, 768] x [768, 3072],
-# GELU, MVN) ran 1.6x faster with two threads for its products.
+# GEMM_PARALLEL_MIN_DIM are cut into column blocks run on several threads; all others are one call on
+# the calling thread.  Measured with OpenBLAS's own threads (which the blocks replaced) on the machine of
+# the README's tables: alone, two threads are faster from 2 MFLOP on; inside a network the idle pool's
+# spinning costs the Numba kernels around it more than that: ResNet-18 (products up to 19 MFLOP) ran
+# 1.5x faster with one thread for every product than with two for those over 2 MFLOP, and SSD-VGG
+# (products of 8-128 output channels x 27-576 x up to 90000 positions) 20-40% faster with one thread
+# than with two for those over 32 MFLOP; a transformer-sized MLP ([512, 768] x [768, 3072], GELU, MVN)
+# ran 1.6x faster with two threads for its products.
 # Since the small kernels around them run on the calling thread (a spinning BLAS thread on the other
 # core no longer slows them), large products pay for two threads even when skinny: 16 MFLOP with every
 # dim >= 8 (was 32 MFLOP, >= 128) made ResNet-18 7% (its 7x7 stem: [64, 147] x [147, 1024]),
@@ -36,6 +49,11 @@ from typing import Any
 # EPYC, 2 cores, benchmarks/networks.py), transformers and UNet unchanged.
 GEMM_PARALLEL_FLOPS = 16 << 20
 GEMM_PARALLEL_MIN_DIM = 8
+# A block per this many floating-point operations (at least 2, at most PART_MAX), of a whole number of
+# PART_COLS columns: few enough that each stays an efficient GEMM, enough to keep more cores than two busy.
+PART_FLOPS = 8 << 20
+PART_MAX = 8
+PART_COLS = 16
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "current": None}
@@ -118,19 +136,66 @@ def may_widen(m: int, n: int, k: int, batch: int = 1) -> bool:
     return min(m, n, k) >= GEMM_PARALLEL_MIN_DIM and 2.0 * m * n * k * batch >= GEMM_PARALLEL_FLOPS
 
 
-def widen(m: int, n: int, k: int, batch: int = 1) -> bool:
-    """Inside a run: a product of [m, k] x [k, n] matrices (`batch` of them) large and square enough to
-    pay for more threads gets the process's BLAS thread count until narrow().  Returns whether it did
-    (then narrow() must follow)."""
-    if _state["ctl"] is None or _state["depth"] == 0 or _state["saved"] <= 1 or not may_widen(m, n, k, batch):
-        return False
-    with _lock:
-        _set(_state["saved"])
-    return True
+def column_blocks(m: int, n: int, k: int, batch: int = 1) -> tuple[tuple[int, int], ...] | None:
+    """For a product of [m, k] x [k, n] matrices (`batch` of them): the column ranges [lo, hi) of the
+    result it is computed in, one BLAS call each, or None for one call.  Depends on the sizes alone
+    (and on whether this process's BLAS is driven at all), never on thread counts: so do the bits."""
+    if _controller() is None or not may_widen(m, n, k, batch):
+        return None
+    parts = min(PART_MAX, max(2, int(2.0 * m * n * k * batch) // PART_FLOPS), n // PART_COLS)
+    if parts < 2:
+        return None
+    per_part = -(-n // parts)
+    step = -(-per_part // PART_COLS) * PART_COLS
+    return tuple((lo, min(n, lo + step)) for lo in range(0, n, step))
 
 
-def narrow() -> None:
-    """Back to one BLAS thread after widen() (if a run is still going)."""
-    with _lock:
-        if _state["depth"] > 0:
-            _set(1)
+_helpers_lock = threading.Lock()
+_helpers: dict[str, Any] = {"pool": None}
+
+
+def _forget_helpers() -> None:
+    # a fork()ed child has none of the parent's threads: its first product starts a pool of its own
+    _helpers["pool"] = None
+
+
+os.register_at_fork(after_in_child=_forget_helpers)
+
+
+def _helper_pool() -> ThreadPoolExecutor:
+    pool = _helpers["pool"]
+    if pool is None:
+        import numba
+
+        with _helpers_lock:
+            pool = _helpers["pool"]
+            if pool is None:
+                pool = ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), "irnorm-blas")
+                _helpers["pool"] = pool
+    return pool
+
+
+def product(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: tuple[tuple[int, int], ...] | None) -> None:
+    """out = a @ b (np.matmul's broadcasting), by the column `blocks` of column_blocks (None: one call).
+    The blocks run on as many threads as the calling thread's kernels may use (numba.get_num_threads:
+    one in a Dask task), the calling thread included; each block is the same BLAS call either way."""
+    if blocks is None:
+        np.matmul(a, b, out=out)
+        return
+    import numba
+
+    pending = iter(blocks)  # shared by the threads: a list iterator hands each block out once
+
+    def drain() -> None:
+        for lo, hi in pending:
+            np.matmul(a, b[..., lo:hi], out=out[..., lo:hi])
+
+    helpers = min(len(blocks), numba.get_num_threads()) - 1
+    started = [_helper_pool().submit(drain) for _ in range(helpers)] if helpers > 0 else []
+    try:
+        drain()
+    finally:
+        for f in started:
+            # a helper still queued behind another run's blocks is not waited for: nothing is left for it
+            if not f.cancel():
+                f.result()

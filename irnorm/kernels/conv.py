@@ -564,13 +564,10 @@ def _product_narrow(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
 
 
 def _product(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
-    """out = w @ col (BLAS), a large product on more BLAS threads (kernels/blas.py)."""
-    wide = blas.widen(w.shape[-2], col.shape[-1], col.shape[-2], col.size // max(1, col.shape[-1] * col.shape[-2]))
-    try:
-        np.matmul(w, col, out=out)
-    finally:
-        if wide:
-            blas.narrow()
+    """out = w @ col (BLAS), a large product cut into column blocks on several threads (kernels/blas.py)."""
+    blocks = blas.column_blocks(w.shape[-2], col.shape[-1], col.shape[-2],
+                                col.size // max(1, col.shape[-1] * col.shape[-2]))
+    blas.product(w, col, out, blocks)
 
 
 def _padded_planes(x5: np.ndarray, hp: int, wp: int, pb, spare: int) -> np.ndarray:

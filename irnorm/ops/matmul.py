@@ -119,18 +119,16 @@ class MatMul(Op):
                 if plan is None:
                     rows = math.prod(a.shape[:-1])
                     plan = (a.shape[:-1] + (b_ready.shape[-1],), (rows, a.shape[-1]), (rows, b_ready.shape[-1]),
-                            blas.may_widen(a.shape[-2], b_ready.shape[-1], a.shape[-1], math.prod(a.shape[:-2])))
+                            blas.column_blocks(rows, b_ready.shape[-1], a.shape[-1]))
                     if len(rows_plans) < 64:
                         rows_plans[a.shape] = plan
-                y_shape, a_rows, y_rows, may_widen = plan
+                y_shape, a_rows, y_rows, blocks = plan
                 y = np.empty(y_shape, dtype)
-                wide = may_widen and blas.widen(a.shape[-2], b_ready.shape[-1], a.shape[-1], math.prod(a.shape[:-2]))
-                try:
+                if blocks is None:
                     # np.dot: the same GEMM as np.matmul on 2-D operands, without the ufunc machinery (~0.4 us)
                     np.dot(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
-                finally:
-                    if wide:
-                        blas.narrow()
+                else:  # a large product: column blocks on several threads
+                    blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
                 return [y]
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
@@ -139,19 +137,23 @@ class MatMul(Op):
                 am = am.reshape(1, -1)
             elif ta:
                 am = np.swapaxes(am, -1, -2)
-            # large products get more BLAS threads
-            wide = blas.widen(am.shape[-2], bm.shape[-1], am.shape[-1],
-                              max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
-            try:
-                if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
-                    # [..., M, K] x [K, N]: one GEMM over all batch rows, written into the result's own memory
-                    y = np.empty(am.shape[:-1] + (bm.shape[-1],), np.result_type(am.dtype, bm.dtype))
-                    np.matmul(am.reshape(-1, am.shape[-1]), bm, out=y.reshape(-1, bm.shape[-1]))
-                else:
+            y_type = np.result_type(am.dtype, bm.dtype)
+            if bm.ndim == 2 and am.ndim > 2 and am.flags.c_contiguous:
+                # [..., M, K] x [K, N]: one GEMM over all batch rows, written into the result's own memory
+                y = np.empty(am.shape[:-1] + (bm.shape[-1],), y_type)
+                rows = math.prod(am.shape[:-1])
+                blas.product(am.reshape(rows, am.shape[-1]), bm, y.reshape(rows, bm.shape[-1]),
+                             blas.column_blocks(rows, bm.shape[-1], am.shape[-1]))
+            else:
+                # large products are cut into column blocks on several threads (kernels/blas.py)
+                blocks = blas.column_blocks(am.shape[-2], bm.shape[-1], am.shape[-1],
+                                            max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
+                if blocks is None:
                     y = np.matmul(am, bm)
-            finally:
-                if wide:
-                    blas.narrow()
+                else:
+                    y = np.empty(np.broadcast_shapes(am.shape[:-2], bm.shape[:-2]) + (am.shape[-2], bm.shape[-1]),
+                                 y_type)
+                    blas.product(am, bm, y, blocks)
             if a_vec:
                 y = y[..., 0, :]
             if b_vec:
