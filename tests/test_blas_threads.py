@@ -83,12 +83,22 @@ def _threads(n: int) -> None:
     numba.set_num_threads(n)
 
 
-@pytest.mark.parametrize("shapes", [((64, 147), (147, 1040)), ((3, 64, 147), (147, 1000)),
-                                    ((2, 1, 24, 300), (3, 300, 2000)), ((512, 768), (768, 768))])
+# (A, B shapes, whether A is transposed, whether the blocks run in the Numba loop; else on Python threads)
+PRODUCTS = [((64, 147), (147, 1040), False, True), ((3, 64, 147), (147, 1000), False, True),
+            ((1, 32, 288), (2, 288, 700), False, True), ((512, 768), (768, 768), False, True),
+            ((2, 1, 24, 300), (3, 300, 2000), False, False), ((300, 64), (300, 1000), True, False)]
+
+
+@pytest.mark.parametrize("a_shape, b_shape, a_transposed, on_numba", PRODUCTS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_blocked_products_same_bits_on_any_thread_count(shapes, dtype):
-    rng = np.random.default_rng(len(shapes[1]))
-    a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
+def test_blocked_products_same_bits_on_any_thread_count(a_shape, b_shape, a_transposed, on_numba, dtype, monkeypatch):
+    rng = np.random.default_rng(b_shape[-1])
+    a, b = (rng.standard_normal(s).astype(dtype) for s in (a_shape, b_shape))
+    if a_transposed:
+        a = a.swapaxes(-1, -2)  # a strided view: the Python-thread way
+    ways = []
+    numba_way = blas._blocks_on_numba
+    monkeypatch.setattr(blas, "_blocks_on_numba", lambda *args: ways.append(numba_way(*args)) or ways[-1])
     want = np.matmul(a, b)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = max(np.prod(a.shape[:-2], dtype=int), np.prod(b.shape[:-2], dtype=int))
@@ -114,6 +124,7 @@ def test_blocked_products_same_bits_on_any_thread_count(shapes, dtype):
     finally:
         blas.leave()
     assert results[1].tobytes() == results[2].tobytes()
+    assert ways and set(ways) == {on_numba}
     # the blocks are the same product: equal to numpy's up to the BLAS's rounding
     tol = 1e-4 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(results[1], want, rtol=tol, atol=tol * np.sqrt(k))

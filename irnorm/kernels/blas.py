@@ -10,13 +10,15 @@ run is restored when the last concurrent run ends.
 
 A product large enough to pay for more cores (``may_widen``) is cut into blocks of columns (of B and
 of the result, ``column_blocks``), each block one single-threaded BLAS call, and the blocks run on
-the calling thread and on helper threads (``product``).  Not on OpenBLAS's own threads: OpenBLAS
-splits a product by its thread count at the call, and its Haswell (AVX2) kernels round differently
-for different splits ([64, 147] x [147, 1024] on 1 and on 2 threads differ in the last bit of a fifth
-of the results), so a result depended on what else the process ran (a concurrent run setting the
-process-wide count) and on how it was started (Dask's workers start with OPENBLAS_NUM_THREADS=1).
-The cut depends on the product's sizes only: the same bits on one thread (a Dask task, whose kernels
-get one thread) as on several, alone or beside other runs.
+Numba's threads (``product``: a parallel loop calling OpenBLAS's cblas_?gemm, so the blocks go to
+the workers Numba's kernels keep warm rather than to threads that fight them for the cores).
+Not on OpenBLAS's own threads: OpenBLAS splits a product by its thread count at the call, and its
+Haswell (AVX2) kernels round differently for different splits ([64, 147] x [147, 1024] on 1 and on 2
+threads differ in the last bit of a fifth of the results), so a result depended on what else the
+process ran (a concurrent run setting the process-wide count) and on how it was started (Dask's
+workers start with OPENBLAS_NUM_THREADS=1).  The cut depends on the product's sizes only: the same
+bits on one thread (a Dask task, whose kernels get one thread) as on several, alone or beside other
+runs.
 
 The library is found with threadpoolctl (it knows where numpy's BLAS is and what it is); only an
 OpenBLAS with its own process-wide thread pool (pthreads, as in numpy's wheels) is driven, through its
@@ -26,6 +28,7 @@ products are one call each.  ``IRNORM_BLAS_THREADS=default`` leaves BLAS alone.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -60,7 +63,8 @@ _state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "
 
 
 class _OpenBLAS:
-    """openblas_{get,set}_num_threads of the OpenBLAS numpy loaded (under its symbol affixes)."""
+    """openblas_{get,set}_num_threads of the OpenBLAS numpy loaded (under its symbol affixes), and its
+    cblas_sgemm / cblas_dgemm as function pointers Numba can call (None where not found)."""
 
     def __init__(self, path: str) -> None:
         import ctypes
@@ -74,8 +78,26 @@ class _OpenBLAS:
                     get.restype, get.argtypes = ctypes.c_int, []
                     put.restype, put.argtypes = None, [ctypes.c_int]
                     self.get_num_threads, self.set_num_threads = get, put
+                    self.gemm = self._gemm_pointers(lib, prefix, suffix)
                     return
         raise LookupError(f"no openblas_set_num_threads in {path}")
+
+    @staticmethod
+    def _gemm_pointers(lib: Any, prefix: str, suffix: str) -> dict[np.dtype, Any]:
+        """{float32: cblas_sgemm, float64: cblas_dgemm} as ctypes function pointers; the integers are
+        64-bit in an ILP64 build (the 64_ symbols numpy's wheels carry), else C ints."""
+        import ctypes
+
+        i, p = ctypes.c_int, ctypes.c_void_p
+        n = ctypes.c_int64 if suffix else ctypes.c_int
+        found = {}
+        for dt, letter, real in ((np.dtype(np.float32), "s", ctypes.c_float),
+                                 (np.dtype(np.float64), "d", ctypes.c_double)):
+            fn = getattr(lib, f"{prefix}cblas_{letter}gemm{suffix}", None)
+            if fn is not None:
+                proto = ctypes.CFUNCTYPE(None, i, i, i, n, n, n, real, p, n, p, n, real, p, n)
+                found[dt] = proto(ctypes.cast(fn, p).value)
+        return found
 
 
 def _controller() -> Any:
@@ -175,12 +197,51 @@ def _helper_pool() -> ThreadPoolExecutor:
     return pool
 
 
+def _as_batches(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray | None:
+    """`x` [..., R, C] as a [B or 1, R, C] view whose rows BLAS can address (unit stride along C, a
+    row stride of at least C elements), where its batch dims are `batch` or all ones; else None."""
+    lead = x.shape[:-2]
+    if math.prod(lead) != 1 and lead != batch:
+        return None
+    rows, cols = x.shape[-2:]
+    item = x.itemsize
+    try:
+        v = x.reshape((-1 if lead == batch else 1, rows, cols), copy=False)
+    except (ValueError, TypeError):
+        return None
+    if v.strides[2] != item or v.strides[1] % item or v.strides[1] < cols * item or v.strides[0] % item:
+        return None
+    return v
+
+
+def _blocks_on_numba(gemm: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray,
+                     blocks: tuple[tuple[int, int], ...]) -> bool:
+    """The blocks as cblas_?gemm calls in one Numba parallel loop, when the operands are laid out for it
+    (same float type, batch dims flattenable to one: [B, M, K] x [B, K, N] with either side broadcast);
+    False (nothing done) otherwise."""
+    batch = out.shape[:-2]
+    a3, b3, o3 = _as_batches(a, batch), _as_batches(b, batch), _as_batches(out, batch)
+    if a3 is None or b3 is None or o3 is None or o3.shape[0] != math.prod(batch) or o3.strides[0] < 0:
+        return False
+    from .blas_blocks import block_bounds, blocked_gemm
+
+    starts, ends = block_bounds(blocks)
+    one = out.dtype.type(1.0)
+    blocked_gemm(gemm, a3, b3, o3, starts, ends, one, one - one)
+    return True
+
+
 def product(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: tuple[tuple[int, int], ...] | None) -> None:
     """out = a @ b (np.matmul's broadcasting), by the column `blocks` of column_blocks (None: one call).
     The blocks run on as many threads as the calling thread's kernels may use (numba.get_num_threads:
-    one in a Dask task), the calling thread included; each block is the same BLAS call either way."""
+    one in a Dask task), the calling thread included; each block is the same BLAS call either way, and
+    which of the two ways below runs depends on the operands' types and layout alone."""
     if blocks is None:
         np.matmul(a, b, out=out)
+        return
+    ctl = _state["ctl"]
+    gemm = None if ctl is None or a.dtype != out.dtype or b.dtype != out.dtype else ctl.gemm.get(out.dtype)
+    if gemm is not None and _blocks_on_numba(gemm, a, b, out, blocks):
         return
     import numba
 
