@@ -25,9 +25,12 @@ Contenders, each over exactly the same chunks:
   dask 2 workers  ``run_zarr`` on a LocalCluster of 2 worker processes (1 thread each)
 Clusters are started, and the model loaded in every worker (a one-chunk warm-up run), before the
 clock starts: the times are steady-state throughput; cluster start-up is reported on its own.
-Rounds interleave the contenders; the best round counts (the machine is shared).  Reported per
-contender: seconds, rows/s, MiB/s of input, speed-up over 1 worker, and the dask path's overhead
-per chunk against the plain loop.  "CPU s" is the user + system time of every process involved
+Rounds interleave the contenders (the order rotating each round).  Reported per contender: seconds,
+rows/s and MiB/s of input of its best round (the machine is shared), then two ratios taken round by
+round, each against a contender timed in the same round, and their median over the rounds: the
+speed-up over 1 worker, and the dask path's overhead against the plain loop (per chunk in ms, and in
+%).  A slow minute on this VM then moves both sides of a ratio instead of one contender's best; the
+per-round ratios are printed under the table.  "CPU s" is the user + system time of every process involved
 (this one and the workers; the best round's): unlike seconds, it does not depend on what else runs
 on the machine.
 """
@@ -45,6 +48,7 @@ import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -183,6 +187,11 @@ def contenders_for(xml: Path, inp: Path, chunk_rows: int, clusters: dict) -> dic
     }
 
 
+def paired(a: list[float], b: list[float], f: Callable[[float, float], float]) -> list[float]:
+    """f of two contenders' times round by round (each pair timed in the same round)."""
+    return [f(x, y) for x, y in zip(a, b, strict=True)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small data, 1 round (a smoke run)")
@@ -214,12 +223,13 @@ def main() -> None:
     lines = [f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); irnorm {irnorm.__version__}; "
              f"chunks of {args.chunk_mib:g} MiB, {args.data_mib:g} MiB of input per workload, "
              f"{'uncompressed' if args.codec == 'none' else 'zarr ' + zarr_version() + chr(39) + 's default codec'}; "
-             f"best of "
-             f"{args.rounds} round(s); 2 LocalClusters started in {startup:.1f} s (not in the times)", ""]
+             f"seconds: best of {args.rounds} round(s), ratios: median of the per-round ratios; "
+             f"2 LocalClusters started in {startup:.1f} s (not in the times)", ""]
     header = ("| workload | contender | chunks | seconds | rows/s | input MiB/s | CPU s | vs 1 worker "
               "| overhead/chunk vs plain |")
     lines += [header, "|---|---|---|---|---|---|---|---|---|"]
     load0 = os.getloadavg()[0]
+    per_round_notes: list[str] = []
     try:
         for key, (xml, inner) in models.items():
             if args.workload and key not in args.workload:
@@ -239,6 +249,7 @@ def main() -> None:
             plain_loop(xml, warm, base / "warm_out.zarr", chunk_rows, 1)
             contenders = contenders_for(xml, inp, chunk_rows, clusters)
             best = {k: float("inf") for k in contenders}
+            times: dict[str, list[float]] = {k: [] for k in contenders}
             cpu = {k: float("inf") for k in contenders}
             digests: dict[str, tuple[str, str]] = {}
             for r in range(args.rounds):
@@ -252,7 +263,8 @@ def main() -> None:
                     c0 = cpu_seconds(workers)
                     t0 = time.perf_counter()
                     contenders[k](out)
-                    best[k] = min(best[k], time.perf_counter() - t0)
+                    times[k].append(time.perf_counter() - t0)
+                    best[k] = min(best[k], times[k][-1])
                     cpu[k] = min(cpu[k], cpu_seconds(workers) - c0)
                     if r == 0:  # outputs checked (outside the clock): the same bytes from every contender
                         digest = output_digest(out)
@@ -262,15 +274,22 @@ def main() -> None:
                             raise SystemExit(f"{key}: {k} wrote different outputs from {digests['first'][0]}")
                     shutil.rmtree(out, ignore_errors=True)
             mib = rows * row_bytes / (1 << 20)
+            notes = []
             for k, s in best.items():
-                vs1 = f"{best['dask 1 worker'] / s:.2f}x" if k.startswith("dask") else ""
-                over = ""
+                vs1 = over = ""
                 if k.startswith("dask"):
-                    d = (s - best["plain loop"]) / nchunks * 1e3
-                    over = f"{d:+.1f} ms ({(s / best['plain loop'] - 1) * 100:+.1f}%)"
+                    speedup = paired(times["dask 1 worker"], times[k], lambda a, b: a / b)
+                    extra = paired(times[k], times["plain loop"], lambda a, b: a / b - 1)
+                    per_chunk = [(a - b) / nchunks * 1e3 for a, b in zip(times[k], times["plain loop"], strict=True)]
+                    vs1 = f"{np.median(speedup):.2f}x"
+                    over = f"{np.median(per_chunk):+.1f} ms ({np.median(extra) * 100:+.1f}%)"
+                    notes.append(f"{key}, {k}, per round: over 1 worker "
+                                 + " / ".join(f"{v:.2f}x" for v in speedup)
+                                 + "; over the plain loop " + " / ".join(f"{v * 100:+.1f}%" for v in extra))
                 lines.append(f"| {key} {list((rows,) + inner)} | {k} | {nchunks} | {s:.2f} | {rows / s:,.0f} | "
                              f"{mib / s:,.0f} | {cpu[k]:.2f} | {vs1} | {over} |")
-            print("\n".join(lines[-len(best):]), flush=True)
+            per_round_notes.extend(notes)
+            print("\n".join(lines[-len(best):] + notes), flush=True)
             for p in (inp, warm, base / "warm_out.zarr"):
                 shutil.rmtree(p, ignore_errors=True)
     finally:
@@ -280,7 +299,7 @@ def main() -> None:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
     lines[0] += f"; load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
-    text = "\n".join(lines)
+    text = "\n".join(lines + [""] + [f"* {n}" for n in per_round_notes])
     print()
     print(text)
     if args.markdown:
