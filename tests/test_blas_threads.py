@@ -130,6 +130,23 @@ def test_blocked_products_same_bits_on_any_thread_count(a_shape, b_shape, a_tran
     np.testing.assert_allclose(results[1], want, rtol=tol, atol=tol * np.sqrt(k))
 
 
+def test_batches_are_views_or_refused():
+    """What the Numba loop is given: a [B or 1, R, C] view of the same memory, or None."""
+    base = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    v = blas._as_batches(base, (2, 3))
+    assert v.shape == (6, 4, 5) and np.shares_memory(v, base) and (v == base.reshape(6, 4, 5)).all()
+    one = blas._as_batches(base[:1, :1], (7,))  # batch dims of one broadcast
+    assert one.shape == (1, 4, 5) and np.shares_memory(one, base)
+    flipped = blas._as_batches(base[::-1, ::-1], (2, 3))  # negative batch strides that still flatten
+    assert flipped is not None and (flipped == base[::-1, ::-1].reshape(6, 4, 5)).all()
+    assert blas._as_batches(base.transpose(1, 0, 2, 3), (3, 2)) is None  # batch dims that do not flatten
+    assert blas._as_batches(base, (3, 2)) is None  # another batch
+    assert blas._as_batches(base.swapaxes(-1, -2), (2, 3)) is None  # columns not of unit stride
+    assert blas._as_batches(base[..., ::2], (2, 3)) is None
+    wide = np.zeros((4, 16), np.float32)[:, :5]  # rows inside a wider array: a row stride of 16 elements
+    assert blas._as_batches(wide, ()).strides == (64 * 4, 64, 4)
+
+
 def _large_products_model(tmp_path: Path) -> irnorm.Model:
     """A ResNet-like 7x7 stride-2 stem (a [64, 147] x [147, 1024] product per image) and a linear layer
     ([256, 768] x [768, 768]): both above the size that is cut into blocks."""

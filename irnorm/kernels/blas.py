@@ -199,19 +199,21 @@ def _helper_pool() -> ThreadPoolExecutor:
 
 def _as_batches(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray | None:
     """`x` [..., R, C] as a [B or 1, R, C] view whose rows BLAS can address (unit stride along C, a
-    row stride of at least C elements), where its batch dims are `batch` or all ones; else None."""
+    row stride of at least C elements), where its batch dims are `batch` or all ones; else None (also
+    when the batch dims do not flatten into one without a copy)."""
     lead = x.shape[:-2]
-    if math.prod(lead) != 1 and lead != batch:
-        return None
     rows, cols = x.shape[-2:]
     item = x.itemsize
-    try:
-        v = x.reshape((-1 if lead == batch else 1, rows, cols), copy=False)
-    except (ValueError, TypeError):
+    if x.strides[-1] != item or x.strides[-2] % item or x.strides[-2] < cols * item:
         return None
-    if v.strides[2] != item or v.strides[1] % item or v.strides[1] < cols * item or v.strides[0] % item:
+    if math.prod(lead) == 1:
+        return x.reshape((1, rows, cols))  # only ones dropped: a view
+    if lead != batch:
         return None
-    return v
+    dims = [(d, st) for d, st in zip(lead, x.strides[:-2], strict=True) if d != 1]
+    if any(s0 != s1 * d1 for (_, s0), (d1, s1) in zip(dims, dims[1:], strict=False)) or dims[-1][1] % item:
+        return None
+    return np.lib.stride_tricks.as_strided(x, (math.prod(lead), rows, cols), (dims[-1][1], x.strides[-2], item))
 
 
 def _blocks_on_numba(gemm: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray,
