@@ -444,6 +444,22 @@ def test_run_arrays_on_the_cluster(models, cluster):
     assert max(counts.values()) == 1 and sum(counts.values()) >= 1, counts
 
 
+def test_real_network_on_the_cluster_same_bits(cluster):
+    """ResNetV2-BiT (its stem convolution a product large enough to be cut into blocks, kernels/blas.py)
+    in worker processes, which Dask starts with OPENBLAS_NUM_THREADS=1: the bits of a run in this
+    process on the same chunks (they followed the BLAS thread count on AVX2 machines before)."""
+    c, client = cluster
+    xml = ROOT / "tests" / "networks" / "resnetv2_bit_dynamic.xml"
+    feeds = dict(np.load(xml.with_suffix(".inputs.npz")))
+    rows = {k: np.concatenate([v, v[::-1] * np.float32(0.5), v])[:5] for k, v in feeds.items()}
+    out = irnorm.dask.run(xml, {k: da.from_array(v, chunks=(3,) + v.shape[1:]) for k, v in rows.items()})
+    got = client.compute(out, sync=True)
+    m = irnorm.load(xml)
+    for k, v in got.items():
+        chunks = [m.run({n: a[lo:lo + 3] for n, a in rows.items()})[k] for lo in (0, 3)]
+        assert _same_bits(v, np.concatenate(chunks)), k
+
+
 def test_cluster_survives_a_worker_killed_mid_run(models, tmp_path, cluster):
     c, client = cluster
     rows, chunk = 120_000, 1_000
