@@ -82,28 +82,40 @@ class _without_telemetry:  # noqa: N801 - used as a context manager
 
 
 def _convert(test, cache: Path) -> Path | None:
-    xml = cache / test.name / "model.xml"
+    """The test's model as IR in the cache (converted on first use), or None when OpenVINO cannot
+    convert it.  A conversion is written into a scratch directory and renamed into place whole, so a
+    run interrupted part way leaves no half-written entry for the next run to trust."""
+    entry = cache / test.name
+    xml = entry / "model.xml"
     if xml.exists():
         return xml
-    marker = cache / test.name / "FAILED"
-    if marker.exists():
+    if (entry / "FAILED").exists():
         return None
+    import shutil
+    import tempfile
+
+    import onnx
     import openvino as ov
 
-    xml.parent.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{test.name}.", dir=cache))
     try:
-        import onnx
-
-        onnx_path = xml.parent / "model.onnx"
-        onnx.save(test.model, str(onnx_path))
-        with _without_telemetry():
-            model = ov.convert_model(str(onnx_path))
-        ov.save_model(model, str(xml), compress_to_fp16=False)
-        return xml
-    except Exception as e:  # noqa: BLE001 - a model OpenVINO cannot convert is not in the count
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(str(e)[-2000:])
-        return None
+        try:
+            onnx.save(test.model, str(scratch / "model.onnx"))
+            with _without_telemetry():
+                model = ov.convert_model(str(scratch / "model.onnx"))
+            ov.save_model(model, str(scratch / "model.xml"), compress_to_fp16=False)
+        except Exception as e:  # noqa: BLE001 - a model OpenVINO cannot convert is not in the count
+            (scratch / "FAILED").write_text(str(e)[-2000:])
+        if entry.exists():  # a stale or partial entry from before this scheme
+            shutil.rmtree(entry, ignore_errors=True)
+        try:
+            scratch.rename(entry)
+        except OSError:  # another process put the entry there first: theirs is as good
+            pass
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return xml if xml.exists() else None
 
 
 def _run_openvino(xml: Path, ins: list[np.ndarray]) -> list[np.ndarray]:
