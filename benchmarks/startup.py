@@ -88,9 +88,35 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def median_of(n: int, f) -> dict:
-    ts = [f() for _ in range(n)]
+def child_env(**extra: str) -> dict[str, str]:
+    """The children's environment: the user's, with bytecode caching on.  pip compiles every module it
+    installs and a source tree writes __pycache__ on first import; PYTHONDONTWRITEBYTECODE (set in some
+    sandboxes and CI images) would make every run compile irnorm's ~50 modules from source (~0.15 s)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra)
+    return env
+
+
+def summary(ts: list[float]) -> dict:
     return {"median": statistics.median(ts), "min": min(ts), "max": max(ts), "runs": ts}
+
+
+def median_of(n: int, f) -> dict:
+    return summary([f() for _ in range(n)])
+
+
+def interleaved(n: int, contenders: dict[str, tuple[list[str], dict[str, str]]]) -> dict[str, dict]:
+    """Each contender once per round, in turn, n rounds (a drifting machine moves all of them alike)."""
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(n):
+        for key, (cmd, env) in contenders.items():
+            times[key].append(timed(cmd, env))
+    return {k: summary(ts) for k, ts in times.items()}
+
+
+def paired_ratio(a: dict, b: dict) -> float:
+    """Median over rounds of a's time / b's time in the same round."""
+    return statistics.median(x / y for x, y in zip(a["runs"], b["runs"], strict=True))
 
 
 def imports_numba(args: list[str]) -> bool:
@@ -101,8 +127,9 @@ def imports_numba(args: list[str]) -> bool:
     return "NUMBA" in out.stdout
 
 
-def peak_rss(cmd: list[str]) -> int:
-    out = subprocess.run([sys.executable, "-c", MAXRSS_SNIPPET, *cmd], capture_output=True, text=True, check=True)
+def peak_rss(cmd: list[str], env: dict[str, str] | None = None) -> int:
+    out = subprocess.run([sys.executable, "-c", MAXRSS_SNIPPET, *cmd], capture_output=True, text=True, check=True,
+                         env=env if env is not None else child_env())
     kib, rc = out.stdout.split()
     if rc != "0":
         raise RuntimeError(f"{cmd} failed with exit code {rc}")
@@ -132,22 +159,27 @@ def main(argv: list[str] | None = None) -> int:
     res: dict = {"sample": os.path.relpath(SAMPLE, ROOT), "runs": n}
     with tempfile.TemporaryDirectory(prefix="irnorm-startup-") as tmp:
         warm_dir = os.path.join(tmp, "warm-cache")
-        env_warm = dict(os.environ, NUMBA_CACHE_DIR=warm_dir)
-        timed([*irn, "run", "-q", SAMPLE], env_warm)  # fill the cache
-        res["irnorm_run_warm"] = median_of(n, lambda: timed([*irn, "run", "-q", SAMPLE], env_warm))
+        env_warm = child_env(NUMBA_CACHE_DIR=warm_dir)
+        env_numba_loader = child_env(NUMBA_CACHE_DIR=warm_dir, IRNORM_NUMBA_FULL_LOAD="1")
+        run_cmd = [*irn, "run", "-q", SAMPLE]
+        ov_cmd = [sys.executable, "-c", OV_SNIPPET, SAMPLE]
+        timed(run_cmd, env_warm)  # fill the kernel cache (and the bytecode caches)
+        timed(ov_cmd, child_env())
+        res.update(interleaved(n, {"irnorm_run_warm": (run_cmd, env_warm),
+                                   "irnorm_run_numba_loader": (run_cmd, env_numba_loader),
+                                   "openvino_read_compile_infer": (ov_cmd, child_env())}))
 
         def cold() -> float:
             d = tempfile.mkdtemp(dir=tmp)
             try:
-                return timed([*irn, "run", "-q", SAMPLE], dict(os.environ, NUMBA_CACHE_DIR=d))
+                return timed(run_cmd, child_env(NUMBA_CACHE_DIR=d))
             finally:
                 shutil.rmtree(d, ignore_errors=True)
 
         res["irnorm_run_cold"] = median_of(max(2, n // 2), cold)
-        res["openvino_read_compile_infer"] = median_of(n, lambda: timed([sys.executable, "-c", OV_SNIPPET, SAMPLE]))
-        res["irnorm_help"] = median_of(n, lambda: timed([*irn, "--help"]))
-        res["irnorm_validate"] = median_of(n, lambda: timed([*irn, "validate", SAMPLE]))
-        res["python_bare"] = median_of(n, lambda: timed([sys.executable, "-c", "pass"]))
+        res["irnorm_help"] = median_of(n, lambda: timed([*irn, "--help"], child_env()))
+        res["irnorm_validate"] = median_of(n, lambda: timed([*irn, "validate", SAMPLE], child_env()))
+        res["python_bare"] = median_of(n, lambda: timed([sys.executable, "-c", "pass"], child_env()))
         floor_dir = os.path.join(tmp, "floor")
         os.makedirs(floor_dir)
         with open(os.path.join(floor_dir, "floor_kernel.py"), "w") as f:
@@ -155,11 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         floor_cmd = [sys.executable, "-c", FLOOR_SNIPPET, floor_dir]
         timed(floor_cmd, env_warm)  # compile it into the cache once
         res["numba_floor"] = median_of(n, lambda: timed(floor_cmd, env_warm))
-        res["numba_floor_rss"] = statistics.median(peak_rss(floor_cmd) for _ in range(3))
+        res["numba_floor_rss"] = statistics.median(peak_rss(floor_cmd, env_warm) for _ in range(3))
         res["openvino_rss"] = statistics.median(peak_rss([sys.executable, "-c", OV_SNIPPET, SAMPLE]) for _ in range(3))
-        res["irnorm_run_rss"] = statistics.median(peak_rss([*irn, "run", "-q", SAMPLE]) for _ in range(3))
+        res["irnorm_run_rss"] = statistics.median(peak_rss(run_cmd, env_warm) for _ in range(3))
         res["numba_imported"] = {"--help": imports_numba(["--help"]), "validate": imports_numba(["validate", SAMPLE])}
-        res["ratio_warm_to_openvino"] = res["irnorm_run_warm"]["median"] / res["openvino_read_compile_infer"]["median"]
+        res["ratio_warm_to_openvino"] = paired_ratio(res["irnorm_run_warm"], res["openvino_read_compile_infer"])
+        res["ratio_numba_loader_to_openvino"] = paired_ratio(res["irnorm_run_numba_loader"],
+                                                             res["openvino_read_compile_infer"])
 
         from workloads import WORKLOADS, write_irnorm_ir, write_openvino_ir
 
@@ -169,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             ov_xml = write_openvino_ir(w, w.shape, os.path.join(tmp, f"{key}.ov.xml"))
             xml = write_irnorm_ir(w, w.shape, ov_xml, os.path.join(tmp, f"{key}.irn.xml"))
             io, wb = model_bytes(xml)
-            rss = statistics.median(peak_rss([*irn, "run", "-q", xml]) for _ in range(3))
+            rss = statistics.median(peak_rss([*irn, "run", "-q", xml], env_warm) for _ in range(3))
             base = peak_rss([sys.executable, "-c", "import numpy, numba, lxml.etree, click, irnorm.cli"])
             mem[key] = {"shape": list(w.shape), "peak_rss": rss, "io_bytes": io, "weights_bytes": wb,
                         "over_data": rss - io - wb, "python_numba_baseline_rss": base}
@@ -197,6 +231,7 @@ def markdown(res: dict) -> str:
         "| command | time |",
         "|---|---|",
         f"| `irnorm run` (warm kernel cache) | {s('irnorm_run_warm')} |",
+        f"| `irnorm run` with Numba's own cache loader (IRNORM_NUMBA_FULL_LOAD=1) | {s('irnorm_run_numba_loader')} |",
         f"| `irnorm run` (cold: empty NUMBA_CACHE_DIR, every kernel compiles) | {s('irnorm_run_cold')} |",
         f"| OpenVINO: python + read_model + compile_model + 1 inference | {s('openvino_read_compile_infer')} |",
         f"| `irnorm --help` (imports numba: {res['numba_imported']['--help']}) | {s('irnorm_help')} |",
@@ -204,7 +239,9 @@ def markdown(res: dict) -> str:
         f"| bare `python -c pass` | {s('python_bare')} |",
         f"| the Numba floor: python + numpy + numba + one cached `njit` kernel run | {s('numba_floor')} |",
         "",
-        f"Warm `irnorm run` / OpenVINO = {res['ratio_warm_to_openvino']:.2f} (target <= 1.0); the Numba floor alone "
+        f"Warm `irnorm run` / OpenVINO = {res['ratio_warm_to_openvino']:.2f} (target <= 1.0; median of the "
+        f"rounds' ratios, the three contenders above run in turn each round); with Numba's own loader "
+        f"{res['ratio_numba_loader_to_openvino']:.2f}; the Numba floor alone "
         f"/ OpenVINO = {res['numba_floor']['median'] / res['openvino_read_compile_infer']['median']:.2f}.",
         "",
         f"Peak RSS on the sample: `irnorm run` {res['irnorm_run_rss'] / mib:.0f} MiB, OpenVINO (the process above) "

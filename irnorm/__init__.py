@@ -9,8 +9,6 @@ for the normalization family.
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
 from .api import check, load, validate
 from .errors import (
     CODES,
@@ -25,11 +23,6 @@ from .errors import (
 from .runtime.bind import TensorSpec
 from .runtime.execute import LayerOutput, LayerTime, RunResult
 from .runtime.model import Model
-
-try:  # one source for the version: the installed distribution's metadata (pyproject.toml)
-    __version__ = _metadata.version("irnorm")
-except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "CODES",
@@ -53,10 +46,25 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    # one source for the version: the installed distribution's metadata (pyproject.toml)
+    from importlib import metadata
+
+    try:
+        return metadata.version("irnorm")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
-    """irnorm.compare is imported on first use: the workbench is not needed to load or run a model."""
+    """Looked up on first use, since neither is needed to load or run a model: irnorm.compare (the
+    workbench) and irnorm.__version__ (importlib.metadata costs ~60 ms of start-up)."""
     if name == "compare":
         from .workbench.compare import compare
 
         return compare
+    if name == "__version__":
+        version = _version()
+        globals()["__version__"] = version
+        return version
     raise AttributeError(f"module 'irnorm' has no attribute {name!r}")

@@ -11,7 +11,6 @@ import sys
 
 import click
 
-from . import __version__
 from .errors import MAX_LISTED, IrnormError
 from .workbench.args import fuse_option, input_options, load_and_feed, max_memory_option
 from .workbench.commands import COMMANDS
@@ -24,7 +23,7 @@ def _err(msg: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="irnorm")
+@click.version_option(None, "--version", package_name="irnorm", prog_name="irnorm")
 def cli() -> None:
     """irnorm: read, validate and run OpenVINO IR models (model.xml + model.bin).
 

@@ -96,3 +96,4 @@ def _preload_tbb() -> str | None:
 
 _ensure_cache_dir()
 TBB_LIBRARY = _preload_tbb()
+

@@ -30,9 +30,9 @@ from collections.abc import Callable
 from math import prod
 
 import numpy as np
-from numba import njit, prange
 
 from . import PARALLEL_MIN
+from .jit import njit, prange
 from .pool import OUTPUTS
 from .vmath import verf, vexp
 

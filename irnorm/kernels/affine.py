@@ -23,9 +23,9 @@ depend on the thread count.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 from ..ir.dtypes import compute_dtype
+from .jit import njit, prange
 from .pool import OUTPUTS
 
 

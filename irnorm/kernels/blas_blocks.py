@@ -7,7 +7,8 @@ its core (ResNet-18's stem product, two blocks: 0.5 -> 0.78 ms in the network)."
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+
+from .jit import njit, prange
 
 ROW_MAJOR, NO_TRANS = 101, 111  # CBLAS_ORDER / CBLAS_TRANSPOSE
 

@@ -27,9 +27,9 @@ from math import prod
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
 from . import blas
+from .jit import njit, prange
 from .planes import fill_padded
 from .pool import OUTPUTS, SCRATCH
 

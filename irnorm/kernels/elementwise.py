@@ -25,11 +25,11 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
 from ..ir.dtypes import cast, compute_dtype
 from . import PARALLEL_MIN
 from .halfprec import load, store
+from .jit import njit, prange
 from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
 from .vmath import verf, vexp

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
 
+from .jit import njit, prange
 from .pool import OUTPUTS
 
 _BLOCK = 256  # inner elements per task: a fixed split, so results do not depend on the thread count

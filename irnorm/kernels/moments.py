@@ -62,10 +62,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit, prange
 
 from . import PARALLEL_MIN
 from .halfprec import cast_like, is_normal, load, store
+from .jit import njit, prange
 from .pool import OUTPUTS
 
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier

@@ -4,7 +4,8 @@ output of a constant Pad of the last two dims."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .jit import njit
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

@@ -16,9 +16,9 @@ rounding half to even (``std::nearbyint`` in the default rounding mode).  NaN da
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 from . import PARALLEL_MIN
+from .jit import njit, prange
 
 _CHUNK = 8192
 

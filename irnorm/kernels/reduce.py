@@ -12,11 +12,11 @@ kernel: normalization ops use ``irnorm.kernels.moments``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 from ..ir.dtypes import compute_dtype
 from . import PARALLEL_MIN
 from .elementwise import f16_to_f32
+from .jit import njit, prange
 from .moments import canonical_layout
 from .opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
 

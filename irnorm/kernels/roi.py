@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+
+from .jit import njit, prange
 
 
 @njit(nogil=True, parallel=True, cache=True, error_model="numpy")

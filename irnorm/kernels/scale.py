@@ -15,10 +15,10 @@ result is rounded half to even and saturated to [-128, 127] (int8 output; NaN be
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 from . import pool
 from .elementwise import power
+from .jit import njit, prange
 
 POW_ONE = 0  # every power is 1: no pow at all
 POW_TWO = 1  # every power is 2: v * v

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, types
 from numba.core.extending import overload
 
 from . import PARALLEL_MIN
 from .halfprec import cast_like
+from .jit import njit, prange, types
 from .vmath import vexp
 
 

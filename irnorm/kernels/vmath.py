@@ -26,8 +26,9 @@ import math
 
 import numpy as np
 from llvmlite import ir as llvm_ir
-from numba import types
 from numba.core.extending import intrinsic, overload
+
+from .jit import types
 
 _I32 = llvm_ir.IntType(32)
 

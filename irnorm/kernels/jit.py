@@ -1,0 +1,75 @@
+"""Numba as irnorm's kernels use it.  Every kernel module imports ``njit``/``prange``/``types`` from
+here, so the cache loader below is in place before the first kernel loads.
+
+Why a loader of our own: before Numba loads a cached kernel (``Cache.load_overload``) it refreshes
+the target context, which imports and installs every typing and lowering registry Numba has
+(numba.np.arraymath, npyimpl, the typed containers, ...).  That is what *compiling* needs; it cost
+0.25-0.3 s and ~10 MiB of every fresh ``irnorm run`` (1.57x -> 1.29x OpenVINO's whole process on the
+sample, AVX2 EPYC; README "Start-up and memory").  A cached kernel is machine code, and what it links
+against is: the NRT (initialized below, as the refresh would), the helper and exception symbols Numba
+installs when it creates its contexts (at import), the hash secret ``numba.cpython.hashing`` installs
+when imported (imported below), and the parallel backend (each parallel kernel's own reload hook,
+which Numba runs when it rebuilds the kernel).  So the loader initializes those and loads; a cache
+miss refreshes as Numba would, and every compile refreshes both contexts itself (Numba's compiler
+does so on entry).
+
+Applied only where Numba's ``Cache.load_overload`` is the function this was written against (its
+names checked) in the Numba versions tested; ``IRNORM_NUMBA_FULL_LOAD=1`` keeps Numba's own.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numba
+from numba import njit, prange, types
+
+__all__ = ["LIGHT_LOADER", "njit", "prange", "types"]
+
+# Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
+# (the function is unchanged from 0.59 through 0.68).
+TESTED_NUMBA = ((0, 59), (0, 68))
+_EXPECTED_NAMES = {"refresh", "_guard_against_spurious_io_errors", "_load_overload"}
+
+
+def _numba_version() -> tuple[int, int]:
+    try:
+        major, minor = numba.__version__.split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return (0, 0)
+
+
+def _light_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+    """Numba's Cache.load_overload without the registry refresh on a hit (module docstring)."""
+    from numba.core.runtime import nrt
+
+    nrt.rtsys.initialize(target_context)
+    with self._guard_against_spurious_io_errors():
+        hit = self._load_overload(sig, target_context)
+    if hit is None:  # a miss: Numba compiles next, from a context refreshed as it expects
+        target_context.refresh()
+    return hit
+
+
+def _install() -> bool:
+    if os.environ.get("IRNORM_NUMBA_FULL_LOAD", "") not in ("", "0"):
+        return False
+    lo, hi = TESTED_NUMBA
+    if not lo <= _numba_version() <= hi:
+        return False
+    from numba.core import caching
+
+    original = caching.Cache.load_overload
+    if original is _light_load_overload:
+        return True
+    if not _EXPECTED_NAMES <= set(getattr(getattr(original, "__code__", None), "co_names", ())):
+        return False
+    import numba.cpython.hashing  # noqa: F401 - installs the hash-secret symbols cached code may use
+
+    caching.Cache.load_overload = _light_load_overload
+    return True
+
+
+LIGHT_LOADER = _install()

@@ -1,0 +1,142 @@
+"""irnorm's loader for cached kernels (irnorm/kernels/jit.py): a fresh process loads them without
+Numba's registry refresh, gives the bits Numba's own loader gives, and still compiles whatever is
+not cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NETWORKS = ROOT / "tests" / "networks"
+MODELS = [ROOT / "samples" / "ir" / "group_norm.xml", NETWORKS / "resnet18_static.xml", NETWORKS / "bert_static.xml"]
+
+# Runs every model on its stored inputs (random ones for the sample), saves the outputs, and reports
+# which loader ran and whether Numba's registries (imported by its refresh) were ever imported.
+RUN_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+import irnorm
+from numba.core import caching
+from irnorm.kernels import jit
+
+out_dir = Path(sys.argv[1])
+for i, xml in enumerate(sys.argv[2:]):
+    m = irnorm.load(xml)
+    inputs = Path(xml[:-4] + ".inputs.npz")
+    if inputs.exists():
+        with np.load(inputs) as z:
+            feeds = {k: z[k] for k in z.files}
+    else:
+        rng = np.random.default_rng(0)
+        feeds = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in m.inputs}
+    np.savez(out_dir / f"{i}.npz", **m.run(feeds))
+print(json.dumps({"light": jit.LIGHT_LOADER,
+                  "patched": caching.Cache.load_overload is jit._light_load_overload,
+                  "registries": "numba.np.arraymath" in sys.modules}))
+"""
+
+
+def _run(tmp: Path, env_extra: dict[str, str], models: list[Path] = MODELS) -> dict:
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    env.update(env_extra)
+    r = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(tmp), *map(str, models)], capture_output=True,
+                       text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _outputs(tmp: Path, n: int) -> list[dict[str, np.ndarray]]:
+    res = []
+    for i in range(n):
+        with np.load(tmp / f"{i}.npz") as z:
+            res.append({k: z[k] for k in z.files})
+    return res
+
+
+def _tested_numba() -> bool:
+    from irnorm.kernels import jit
+
+    lo, hi = jit.TESTED_NUMBA
+    return lo <= jit._numba_version() <= hi
+
+
+def test_fresh_process_loads_cached_kernels_without_registries_and_same_bits(tmp_path):
+    if not _tested_numba():
+        pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
+    _run(tmp_path / "warm", {})  # compiles whatever this checkout's cache lacks
+    light = _run(tmp_path / "light", {})
+    assert light == {"light": True, "patched": True, "registries": False}
+    full = _run(tmp_path / "full", {"IRNORM_NUMBA_FULL_LOAD": "1"})
+    assert full == {"light": False, "patched": False, "registries": True}
+    want = np.load(NETWORKS / "resnet18_static.expected.npz")
+    got_light, got_full = _outputs(tmp_path / "light", len(MODELS)), _outputs(tmp_path / "full", len(MODELS))
+    for a, b in zip(got_light, got_full, strict=True):
+        assert a.keys() == b.keys() and a
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    for k in want.files:  # and right: resnet-18's outputs against OpenVINO's stored ones
+        np.testing.assert_allclose(got_light[1][k], want[k], rtol=1e-3, atol=1e-3)
+
+
+COMPILE_AFTER_SCRIPT = r"""
+import sys
+import numpy as np
+import irnorm
+from numba import njit
+
+m = irnorm.load(sys.argv[1])
+m.run({m.inputs[0].name: np.ones(m.inputs[0].shape, np.float32)})
+assert "numba.np.arraymath" not in sys.modules, "the cached kernels were not loaded the light way"
+
+@njit
+def median_of_sorted(x):  # arraymath's np.median and np.sort: needs the registries the loader skipped
+    return np.median(np.sort(x))
+
+print(median_of_sorted(np.array([3.0, 1.0, 2.0])))
+"""
+
+
+def test_compiling_after_a_light_load_refreshes_as_numba_does(tmp_path):
+    if not _tested_numba():
+        pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
+    sample = ROOT / "samples" / "ir" / "group_norm.xml"
+    _run(tmp_path / "warm", {}, [sample])
+    r = subprocess.run([sys.executable, "-c", COMPILE_AFTER_SCRIPT, str(sample)], capture_output=True, text=True,
+                       timeout=600, env={k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "2.0"
+
+
+def test_loader_stays_out_of_a_numba_it_was_not_written_for(monkeypatch):
+    from numba.core import caching
+
+    from irnorm.kernels import jit
+
+    def other_load_overload(self, sig, target_context):  # a Numba whose loader changed shape
+        return None
+
+    monkeypatch.setattr(caching.Cache, "load_overload", other_load_overload)
+    assert jit._install() is False and caching.Cache.load_overload is other_load_overload
+    monkeypatch.setattr(jit.numba, "__version__", "0.99.0")
+    monkeypatch.setattr(caching.Cache, "load_overload", jit._light_load_overload)
+    assert jit._install() is False  # untested version: left as found
+    monkeypatch.setattr(jit.numba, "__version__", "0.68.1")
+    monkeypatch.setenv("IRNORM_NUMBA_FULL_LOAD", "1")
+    assert jit._install() is False
+
+
+@pytest.mark.parametrize("version,expected", [("0.68.1", (0, 68)), ("0.60.0rc1", (0, 60)), ("weird", (0, 0))])
+def test_numba_version_parse(monkeypatch, version, expected):
+    from irnorm.kernels import jit
+
+    monkeypatch.setattr(jit.numba, "__version__", version)
+    assert jit._numba_version() == expected
