@@ -1,5 +1,6 @@
 """The peer suite in CI: every ONNX backend node test the installed onnx package defines, converted to
-IR by OpenVINO (cached under .cache/onnx-backend, generated at test time, never committed), run in
+IR by OpenVINO (cached in the user's cache directory, ~/.cache/irnorm/onnx-backend or $IRNORM_ONNX_CACHE,
+generated at test time, never committed; see tools/onnx_backend_suite.py), run in
 OpenVINO's CPU plugin and in irnorm, both compared with ONNX's expected outputs
 (tools/onnx_backend_suite.py; docs/onnx-backend.md has the latest report).
 
@@ -48,7 +49,7 @@ def _suite():
 
 def test_onnx_backend_node_tests():
     suite = _suite()
-    rows = suite.run_suite(None, suite.cache_dir(ROOT / ".cache" / "onnx-backend"), jobs=2, timeout=120.0)
+    rows = suite.run_suite(None, suite.cache_dir(), jobs=2, timeout=120.0)
     ov_pass = [r for r in rows if r["openvino"]]
     assert len(ov_pass) > 1000, f"only {len(ov_pass)} node tests converted and passed in OpenVINO"
     failed = {r["test"]: f"{r['irnorm']}: {r['detail']}" for r in ov_pass if r["irnorm"] != "pass"}
@@ -56,3 +57,19 @@ def test_onnx_backend_node_tests():
     unexpected = {k: v for k, v in failed.items() if k not in KNOWN_FAILURES}
     assert not unexpected, f"irnorm fails {len(unexpected)} ONNX node tests OpenVINO passes: {unexpected}"
     assert share >= 0.95, f"irnorm passes {share:.1%} of the {len(ov_pass)} tests OpenVINO passes (target 95%)"
+
+
+def test_conversion_cache_location(tmp_path, monkeypatch):
+    suite = _suite()
+    monkeypatch.setenv("IRNORM_ONNX_CACHE", str(tmp_path / "mine"))
+    assert suite.default_cache_root() == tmp_path / "mine"
+    monkeypatch.delenv("IRNORM_ONNX_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert suite.default_cache_root() == tmp_path / "xdg" / "irnorm" / "onnx-backend"
+    assert (tmp_path / "xdg" / "irnorm" / "onnx-backend").is_dir()
+    blocker = tmp_path / "file"
+    blocker.write_text("")  # a cache "directory" that cannot be made
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert suite.default_cache_root() == ROOT / ".cache" / "onnx-backend"
+    root = suite.cache_dir(tmp_path / "given")
+    assert root.parent == tmp_path / "given" and root.name.startswith("onnx") and "-ov" in root.name

@@ -145,12 +145,34 @@ def _run_irnorm(args: tuple[str, list]) -> tuple[str, object]:
         return "crash", "".join(traceback.format_exc().splitlines(True)[-3:])
 
 
-def cache_dir(root: str | Path) -> Path:
-    """The conversion cache for the installed onnx and OpenVINO versions under `root`."""
+def default_cache_root() -> Path:
+    """Where conversions are kept unless told: $IRNORM_ONNX_CACHE, else the user's cache directory
+    ($XDG_CACHE_HOME or ~/.cache, under irnorm/onnx-backend), so every clone on a machine shares one set
+    (a conversion depends only on the onnx and OpenVINO versions, which name its subdirectory); the
+    clone's own .cache/onnx-backend when that is not writable."""
+    env = os.environ.get("IRNORM_ONNX_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = Path(base) / "irnorm" / "onnx-backend"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return root
+    except OSError:
+        return Path(__file__).resolve().parents[1] / ".cache" / "onnx-backend"
+
+
+def cache_dir(root: str | Path | None = None) -> Path:
+    """The conversion cache for the installed onnx and OpenVINO versions under `root` (default:
+    default_cache_root())."""
     import onnx
     import openvino as ov
 
-    return Path(root) / f"onnx{onnx.__version__}-ov{ov.get_version().split('-')[0]}"
+    root = default_cache_root() if root is None else Path(root)
+    return root / f"onnx{onnx.__version__}-ov{ov.get_version().split('-')[0]}"
 
 
 def run_suite(pattern: str | None, cache: Path, jobs: int = 2, timeout: float = 60.0, log=None) -> list[dict]:
@@ -220,7 +242,8 @@ def report(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--filter", default=None)
-    ap.add_argument("--cache", default=".cache/onnx-backend")
+    ap.add_argument("--cache", default=None, help="conversion cache root (default: $IRNORM_ONNX_CACHE, else "
+                                                  "~/.cache/irnorm/onnx-backend)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--report", default=None)
