@@ -150,3 +150,60 @@ def test_openvino_linear_layer_f16_weight_two_shapes(tmp_path):
     for shape in [(2, 5, 16), (1, 9, 16)]:
         got = compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})
         assert got["y"].shape == shape[:2] + (24,) and got["v"].shape == shape[:2]
+
+
+@pytest.mark.parametrize("et, dt", [("f32", np.float32), ("f64", np.float64)])
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_batched_computed_operands_one_matmul_path(tmp_path, monkeypatch, et, dt, ta, tb):
+    """Attention's products (both operands computed, batch dims broadcast, either transposed) take a
+    per-shape shortcut to np.matmul: the bits of the general path it skips (that path forced by a
+    second model), right against float64, at shapes that change between calls, a shape's plan reused
+    with non-contiguous inputs, and a product large enough to be cut into blocks (no shortcut)."""
+    import irnorm.ops.matmul as mm_op
+
+    rng = np.random.default_rng(11)
+    b = single_op_model("MatMul", [("param:a", ((-1, -1, -1, -1), et)), ("param:b", ((-1, -1, -1, -1), et))],
+                        [((-1, -1, -1, -1), et)], {"transpose_a": ta, "transpose_b": tb}, version="opset1")
+    xml = b.save(tmp_path)
+    m = irnorm.load(xml)
+    general = irnorm.load(xml)  # a second model whose calls are all sent down the general path
+    shortcut = mm_op._one_matmul
+    decided = []  # what the shortcut decided for `m`, per new shape pair
+    forced = [False]
+
+    def recorder(*args):
+        if forced[0]:
+            return False
+        decided.append(shortcut(*args))
+        return decided[-1]
+
+    monkeypatch.setattr(mm_op, "_one_matmul", recorder)
+
+    def general_run(feeds):
+        forced[0] = True
+        try:
+            return general.run(feeds)["y"]
+        finally:
+            forced[0] = False
+
+    def operand(batch, rows, cols, transposed, strided=False):
+        x = rng.standard_normal(batch + ((cols, rows) if transposed else (rows, cols))).astype(dt)
+        if strided:  # the same shape, as a view with a step along the last axis
+            wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), dt)
+            wide[..., ::2] = x
+            x = wide[..., ::2]
+        return x
+
+    for (ba, bb, mm, k, n), strided in [(((1, 2), (1, 2), 8, 16, 8), False), (((1, 2), (1, 2), 8, 16, 8), True),
+                                        (((2, 3), (1, 3), 5, 7, 4), False), (((1, 1), (2, 1), 1, 3, 9), True),
+                                        (((1, 1), (1, 1), 64, 256, 512), False)]:
+        a = operand(ba, mm, k, ta, strided)
+        bmat = operand(bb, k, n, tb, strided)
+        want = R.matmul(a, bmat, ta, tb)
+        for _ in range(2):
+            y = m.run({"a": a, "b": bmat})["y"]
+            assert y.dtype == dt and y.flags.c_contiguous and y.shape == want.shape
+            np.testing.assert_array_equal(y, general_run({"a": a, "b": bmat}))
+            tol = 1e-5 if dt == np.float32 else 1e-12
+            np.testing.assert_allclose(y, want, rtol=tol, atol=tol * np.sqrt(k))
+    assert decided == [True, True, True, False]  # 3 small shape pairs take it (one reused), the large one not

@@ -110,6 +110,7 @@ class MatMul(Op):
         # constant B [K, N], A [..., M, K] in the compute type: (A's shape) -> (result shape, A's rows
         # shape, whether the product may get more BLAS threads), for the one-GEMM path below
         rows_plans: dict[tuple, tuple] = {}
+        small_plans: dict[tuple, bool] = {}  # (A's shape, B's shape) -> one np.matmul does it
         rows_ok = b_ready is not None and np.ndim(const_b) == 2 and dtype == work and not ta
 
         def run(ins):
@@ -130,6 +131,21 @@ class MatMul(Op):
                 else:  # a large product: column blocks on several threads
                     blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
                 return [y]
+            if a.dtype == dtype and b.dtype == dtype and dtype == work and a.ndim > 1 and b.ndim > 1:
+                # batched products of computed operands (attention's Q @ K^T and P @ V): whether the general
+                # path below comes down to one np.matmul is decided once per shape pair
+                key = (a.shape, b.shape)
+                small = small_plans.get(key)
+                if small is None:
+                    small = _one_matmul(a.shape, b.shape if b_ready is None else b_ready.shape, ta,
+                                        tb and b_ready is None)
+                    if len(small_plans) < 64:
+                        small_plans[key] = small
+                if small:  # what the general path does then; np.matmul's result is new and C-contiguous
+                    am = np.swapaxes(a, -1, -2) if ta else a
+                    if b_ready is not None:
+                        return [np.matmul(am, b_ready)]
+                    return [np.matmul(am, np.swapaxes(b, -1, -2) if tb else b)]
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
@@ -163,3 +179,17 @@ class MatMul(Op):
             return [y.copy() if y.base is not None or not y.flags.c_contiguous else y]
 
         return run
+
+
+def _one_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], ta: bool, tb: bool) -> bool:
+    """MatMul.build's general path on >= 2-D operands of the compute type comes down to one np.matmul:
+    B is not a 2-D matrix for an N-D A (that goes to the one-GEMM-over-all-rows branch) and the product
+    is too small to be cut into column blocks.  b_shape: B as stored (tb: its last two dims swapped)."""
+    from ..kernels import blas
+
+    if len(b_shape) == 2 and len(a_shape) > 2:
+        return False
+    m, k = (a_shape[-1], a_shape[-2]) if ta else (a_shape[-2], a_shape[-1])
+    n = b_shape[-2] if tb else b_shape[-1]
+    batch = max(math.prod(a_shape[:-2]), math.prod(b_shape[:-2]))
+    return blas.column_blocks(m, n, k, batch) is None
