@@ -241,3 +241,20 @@ def test_openvino_mask_subgraph_with_dynamic_dims_at_two_shapes(tmp_path):
         cpu = ov_run(xml, feeds)
         got = compare_with_openvino(xml, feeds)
         assert got["masked"].shape == (bsz, t) and cpu["masked"].shape == (bsz, t)
+
+
+def test_kernel_broadcast_check_is_remembered_and_still_refuses():
+    """The kernels' own run-time broadcast check (a second line behind the shape rules) remembers shape
+    tuples it has seen; a pair that does not broadcast is refused with IRN064 every time."""
+    from types import SimpleNamespace
+
+    from irnorm.errors import InputError
+    from irnorm.ops import logic
+
+    layer = SimpleNamespace(where=lambda path: {"file": path, "line": 7, "layer_id": "3", "layer_name": "sel"})
+    for _ in range(2):
+        logic._check_broadcast(layer, [(2, 1, 3), (4, 3), (1,)])
+        with pytest.raises(InputError) as e:
+            logic._check_broadcast(layer, [(2, 3), (4,)])
+        assert e.value.code == "IRN064" and "do not broadcast" in str(e.value)
+    assert logic._broadcasts(((2, 1, 3), (4, 3), (1,))) and not logic._broadcasts(((2, 3), (4,)))

@@ -35,6 +35,7 @@ in the ``FloorMod`` reference, and kills the process (SIGFPE) in the ``Mod`` ref
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -94,11 +95,19 @@ def _check_none(layer, shapes: list[tuple[int, ...]]) -> None:
 
 def _check_broadcast(layer, shapes: list[tuple[int, ...]]) -> None:
     """Run-time shapes (dynamic dims) that do not broadcast are a coded error, not numpy's ValueError."""
+    if not _broadcasts(tuple(shapes)):
+        raise runtime_error(layer, "shapes " + ", ".join(str(list(s)) for s in shapes)
+                            + " do not broadcast (numpy rule)")
+
+
+@functools.lru_cache(maxsize=1024)
+def _broadcasts(shapes: tuple[tuple[int, ...], ...]) -> bool:
+    # remembered: np.broadcast_shapes costs ~4 us a call, a step's whole budget on a small tensor
     try:
         np.broadcast_shapes(*shapes)
     except ValueError:
-        raise runtime_error(layer, "shapes " + ", ".join(str(list(s)) for s in shapes)
-                            + " do not broadcast (numpy rule)") from None
+        return False
+    return True
 
 
 class _Binary(Op):

@@ -169,13 +169,13 @@ def gather_shape(data: tuple[int, ...], idx: tuple[int, ...], axis: int, batch_d
 def gather(data: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int) -> np.ndarray:
     """Gather with batch dims; negative indices count from the end, out-of-range ones give 0."""
     b = batch_dims
-    out_shape = gather_shape(data.shape, idx.shape, axis, b)
     n = data.shape[axis]
     if b == 0 and n and (idx.dtype.kind == "i" or idx.dtype.itemsize < 8):  # (u64 may not fit intp)
         try:  # the common case (embeddings, shape plumbing): one fresh take, which range-checks for us
-            return np.take(data, idx, axis=axis)  # (negative indices in [-n, 0) count from the end, as here)
+            return data.take(idx, axis=axis)  # (negative indices in [-n, 0) count from the end, as here)
         except IndexError:
             pass  # some index out of range: those give 0, below
+    out_shape = gather_shape(data.shape, idx.shape, axis, b)
     ix = np.asarray(idx).astype(np.int64, copy=False)
     ix = np.where(ix < 0, ix + n, ix)
     valid = (ix >= 0) & (ix < n)
