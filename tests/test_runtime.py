@@ -126,3 +126,31 @@ def test_plain_runner_follows_a_replaced_kernel_and_locates_its_errors(tmp_path)
     st.kernel = original
     plan.assign_slots()
     assert np.isfinite(m.run({"x": np.ones(4, np.float32)})["y"]).all()
+
+
+@pytest.mark.parametrize("type_, second, out_shape", [
+    ("Reshape", np.array([6, -1], np.int64), (6, 4)),
+    ("Unsqueeze", np.array([0], np.int64), (1, 2, 3, 4)),
+    ("Squeeze", None, (2, 3, 4)),
+])
+def test_static_reshapes_run_inline_as_fresh_copies(tmp_path, type_, second, out_shape):
+    """On a static model a Reshape/Squeeze/Unsqueeze whose output shape is fixed at load time runs as a
+    copy + reshape written into the plan's straight-line runner (no kernel call); the result is the same
+    fresh array the kernel makes (never the caller's input), and a dynamic model keeps the call."""
+    from irbuilder import single_op_model
+
+    in_shape = (1, 2, 3, 4) if type_ == "Squeeze" else (2, 3, 4)
+    attrs = {"special_zero": False} if type_ == "Reshape" else None
+    x = np.arange(24, dtype=np.float32).reshape(in_shape)
+    for dims, inline in ((in_shape, True), ((-1,) + in_shape[1:], False)):
+        inputs = [("param:x", (dims, "f32"))] + ([("s", second)] if second is not None else [])
+        out_dims = ((-1,) * len(out_shape)) if not inline else out_shape
+        b = single_op_model(type_, inputs, [(out_dims, "f32")], attrs, version="opset1")
+        m = irnorm.load(b.save(tmp_path / f"{type_}{inline}"))
+        assert (".copy().reshape(" in m._plan.source) is inline
+        for _ in range(2):
+            y = m.run({"x": x})["y"]
+            np.testing.assert_array_equal(y, x.reshape(out_shape))
+            assert not np.shares_memory(y, x) and y.flags.c_contiguous and y.flags.writeable
+            y[...] = -1  # the caller's to change: the next run is not affected
+        np.testing.assert_array_equal(m.run({"x": x}, profile=True)["y"], x.reshape(out_shape))

@@ -244,9 +244,17 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
         s = plan.slot_of[(pi, 0)]
         if s in used:
             lines.append(f"        v{s} = slots[{s}]")
+    static_model = all(d >= 0 for pi in plan.parameters for d in (plan.graph.nodes[pi].outputs[0].shape or (-1,)))
     for j, st in enumerate(plan.steps):
         names[f"kernel{j}"] = st.kernel
         runtime = dict(st.arg_slots)
+        static_shape = getattr(st.kernel, "static_shape", None)
+        if (static_model and static_shape is not None and len(st.out_slots) == 1 and 0 in runtime
+                and len(runtime) == 1):
+            # a Reshape/Squeeze/Unsqueeze whose output shape was fixed at load time: its copy + reshape inline
+            lines.append(f"        k = {j}; v{st.out_slots[0]} = v{runtime[0]}.copy().reshape({static_shape!r})")
+            lines += [f"        v{s} = None" for s in st.free_slots]
+            continue
         operands = []
         for i, c in enumerate(st.argv or []):
             if i in runtime:
