@@ -132,25 +132,31 @@ def test_plain_runner_follows_a_replaced_kernel_and_locates_its_errors(tmp_path)
     ("Reshape", np.array([6, -1], np.int64), (6, 4)),
     ("Unsqueeze", np.array([0], np.int64), (1, 2, 3, 4)),
     ("Squeeze", None, (2, 3, 4)),
+    ("Transpose", np.array([1, 0, 2], np.int64), (3, 2, 4)),
+    ("Transpose", np.array([0, 1, 2], np.int64), (2, 3, 4)),  # identity: still a copy, never the input
 ])
 def test_static_reshapes_run_inline_as_fresh_copies(tmp_path, type_, second, out_shape):
-    """On a static model a Reshape/Squeeze/Unsqueeze whose output shape is fixed at load time runs as a
-    copy + reshape written into the plan's straight-line runner (no kernel call); the result is the same
-    fresh array the kernel makes (never the caller's input), and a dynamic model keeps the call."""
+    """On a static model a Reshape/Squeeze/Unsqueeze whose output shape is fixed at load time (and a
+    Transpose with a constant order) runs as the copy written into the plan's straight-line runner (no
+    kernel call); the result is the fresh array the kernel makes (never the caller's input, also for an
+    identity order), and a dynamic model keeps the call."""
     from irbuilder import single_op_model
 
     in_shape = (1, 2, 3, 4) if type_ == "Squeeze" else (2, 3, 4)
     attrs = {"special_zero": False} if type_ == "Reshape" else None
     x = np.arange(24, dtype=np.float32).reshape(in_shape)
+    want = x.transpose(second) if type_ == "Transpose" else x.reshape(out_shape)
     for dims, inline in ((in_shape, True), ((-1,) + in_shape[1:], False)):
         inputs = [("param:x", (dims, "f32"))] + ([("s", second)] if second is not None else [])
         out_dims = ((-1,) * len(out_shape)) if not inline else out_shape
         b = single_op_model(type_, inputs, [(out_dims, "f32")], attrs, version="opset1")
         m = irnorm.load(b.save(tmp_path / f"{type_}{inline}"))
-        assert (".copy().reshape(" in m._plan.source) is inline
+        assert (".copy()" in m._plan.source) is inline
         for _ in range(2):
             y = m.run({"x": x})["y"]
-            np.testing.assert_array_equal(y, x.reshape(out_shape))
+            np.testing.assert_array_equal(y, want)
             assert not np.shares_memory(y, x) and y.flags.c_contiguous and y.flags.writeable
             y[...] = -1  # the caller's to change: the next run is not affected
-        np.testing.assert_array_equal(m.run({"x": x}, profile=True)["y"], x.reshape(out_shape))
+        y = m.run({"x": x}, profile=True)["y"]  # the kernel itself
+        np.testing.assert_array_equal(y, want)
+        assert not np.shares_memory(y, x)

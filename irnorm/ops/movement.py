@@ -97,8 +97,17 @@ class Transpose(Op):
                     raise runtime_error(layer, str(e)) from None
                 if len(perms) < 32:
                     perms[key] = perm
-            return [np.ascontiguousarray(x.transpose(perm))]
+            # always a fresh copy: ascontiguousarray returned the input itself where the permuted view was
+            # already C-contiguous (identity orders, moved size-1 dims), so an output could be the caller's input
+            return [x.transpose(perm).copy()]
 
+        rank = None if ctx.inputs[0].shape is None else len(ctx.inputs[0].shape)
+        if const_order and rank is not None:  # the straight-line runner's form on a static model (runtime/plan.py)
+            try:
+                perm = tuple(int(p) for p in self._perm(_ints(ctx.inputs[1].value), rank))
+                run.static_expr = f"{{x}}.transpose({perm!r}).copy()"
+            except Exception:  # noqa: BLE001 - an order the rule refuses: the step runs (and reports) as usual
+                pass
         return run
 
 

@@ -94,13 +94,14 @@ def _copy_reshaped(ctx: NodeContext, out_shape: Callable[[np.ndarray, np.ndarray
         return [x.copy().reshape(shape)]
 
     # A static input shape with a constant (or no) second input: the output shape is known now, and the
-    # planner's straight-line runner writes this step as the copy + reshape itself (runtime/plan.py),
-    # without the call (~1.5 us a step; BERT-like exports have 10-20 of them).
+    # planner's straight-line runner writes this step as the copy + reshape itself on a static model
+    # (runtime/plan.py), without the call (~1.5 us a step; BERT-like exports have 10-20 of them).
     x_shape = ctx.inputs[0].shape
     if const_second and x_shape is not None and all(d >= 0 for d in x_shape):
         second = ctx.inputs[1].value if len(ctx.inputs) > 1 else None
         try:
-            run.static_shape = tuple(out_shape(_ShapeOnly(tuple(x_shape)), second))
+            shape = tuple(out_shape(_ShapeOnly(tuple(x_shape)), second))
+            run.static_expr = f"{{x}}.copy().reshape({shape!r})"  # what run() returns, for this shape
         except Exception:  # noqa: BLE001 - a shape the rule refuses: the step runs (and reports) as usual
             pass
     return run

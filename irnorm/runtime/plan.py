@@ -248,11 +248,11 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
     for j, st in enumerate(plan.steps):
         names[f"kernel{j}"] = st.kernel
         runtime = dict(st.arg_slots)
-        static_shape = getattr(st.kernel, "static_shape", None)
-        if (static_model and static_shape is not None and len(st.out_slots) == 1 and 0 in runtime
-                and len(runtime) == 1):
-            # a Reshape/Squeeze/Unsqueeze whose output shape was fixed at load time: its copy + reshape inline
-            lines.append(f"        k = {j}; v{st.out_slots[0]} = v{runtime[0]}.copy().reshape({static_shape!r})")
+        inline = getattr(st.kernel, "static_expr", None)
+        if static_model and inline is not None and len(st.out_slots) == 1 and list(runtime) == [0]:
+            # a data-movement step whose kernel says what it computes on a static model (Reshape & co.'s
+            # copy + reshape, Transpose's permuted copy): written here, without the call (~1.5 us a step)
+            lines.append(f"        k = {j}; v{st.out_slots[0]} = " + inline.format(x=f"v{runtime[0]}"))
             lines += [f"        v{s} = None" for s in st.free_slots]
             continue
         operands = []
