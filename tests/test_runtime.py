@@ -160,3 +160,28 @@ def test_static_reshapes_run_inline_as_fresh_copies(tmp_path, type_, second, out
         y = m.run({"x": x}, profile=True)["y"]  # the kernel itself
         np.testing.assert_array_equal(y, want)
         assert not np.shares_memory(y, x)
+
+
+def test_outputs_never_view_the_callers_input(tmp_path):
+    """A layer may return a view of its input (a Split along the first axis is one); when that view is a
+    model output and the input is the caller's array, the caller gets a copy: writing to an output never
+    changes an input."""
+    from irbuilder import single_op_model
+
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    models = {
+        "split": single_op_model("Split", [("param:x", ((4, 6), "f32")), ("ax", np.array(0, np.int64))],
+                                 [((2, 6), "f32"), ((2, 6), "f32")], {"num_splits": 2}, version="opset1"),
+        "variadic": single_op_model("VariadicSplit", [("param:x", ((4, 6), "f32")), ("ax", np.array(0, np.int64)),
+                                                      ("len", np.array([1, 3], np.int64))],
+                                    [((1, 6), "f32"), ((3, 6), "f32")], None, version="opset1"),
+    }
+    for name, b in models.items():
+        m = irnorm.load(b.save(tmp_path / name))
+        got = m.run({"x": x})
+        parts = np.split(x, 2) if name == "split" else np.split(x, [1])
+        for y, want in zip(got.values(), parts, strict=True):
+            np.testing.assert_array_equal(y, want)
+            assert not np.shares_memory(y, x), name
+            y[...] = -7
+        np.testing.assert_array_equal(x, np.arange(24, dtype=np.float32).reshape(4, 6))

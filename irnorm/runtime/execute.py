@@ -126,8 +126,10 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
             if not _same_memory(v, d):  # the kernel wrote elsewhere (or this is a copy-in case)
                 np.copyto(d, v.reshape(d.shape))
             v = d
-        elif copy_out[i]:
-            v = np.array(v, copy=True)  # never hand out a constant or the caller's own input
+        elif copy_out[i] or (v.base is not None and any(np.may_share_memory(v, a) for a in arrays)):
+            # never hand out a constant or the caller's own input -- nor a view into that input, which a
+            # layer may return as its output (a Split along the first axis, a no-op Slice)
+            v = np.array(v, copy=True)
         result[spec.name] = v
     return result
 
