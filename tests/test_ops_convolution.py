@@ -553,3 +553,32 @@ def test_direct_kernel_for_grouped_convolutions_matches_the_reference(monkeypatc
         _check_direct(monkeypatch, conv, taken, x, np.ascontiguousarray(w.reshape(g, cpg, -1)), k, [1, 1], pb, exp,
                       case)
     assert (max(taken) > 1) == parallel
+
+
+@pytest.mark.parametrize("shape, k, cout, direct", [
+    ((1, 3, 20, 20), (3, 3), 8, True),    # an RGB first layer: 27 taps, rows of three
+    ((2, 1, 9, 11), (3, 3), 16, True),    # one input channel: 9 taps
+    ((1, 1, 40), (3,), 4, True),          # 1-D, 3 taps
+    ((1, 1, 12, 12), (5, 5), 8, True),    # 25 taps in rows of five (>= DIRECT_MIN_TAPS_DENSE)
+    ((1, 3, 64, 64), (3, 3), 32, True),   # 32 channels on a 4096-pixel plane
+    ((1, 3, 16, 16), (3, 3), 32, False),  # 32 channels on a small plane: unfold + GEMM
+    ((1, 3, 9, 9), (2, 2), 8, False),     # 12 taps in rows of two: unfold + GEMM
+])
+def test_direct_kernel_for_few_taps(monkeypatch, shape, k, cout, direct):
+    """Dense stride-1 convolutions with fewer than DIRECT_MIN_TAPS values per output (an image's first
+    layer) take the direct kernel when its filter rows have three taps or there are at least
+    DIRECT_MIN_TAPS_DENSE taps, with up to 2 * DIRECT_MAX_COUT output channels on large planes; either
+    way the float64 reference's values."""
+    from irnorm.kernels import conv
+
+    taken = _watch_direct(monkeypatch, conv)
+    rng = np.random.default_rng(sum(shape) + cout)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((cout, shape[1], *k)).astype(np.float32)
+    nd = len(k)
+    pads = [kk // 2 for kk in k]
+    exp = R.convolution(x, w, [1] * nd, pads, pads, [1] * nd)
+    y = conv.conv_forward(x, np.ascontiguousarray(w.reshape(1, cout, -1)), k, (1,) * nd, (1,) * nd, tuple(pads),
+                          exp.shape[2:])
+    assert (len(taken) == 1) == direct
+    np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)

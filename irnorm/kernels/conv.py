@@ -505,8 +505,8 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             product(w, np.ascontiguousarray(x).reshape(cols_shape), res)
             return out
         return pointwise
-    if (cpg <= DIRECT_MAX_COUT and ck // g >= DIRECT_MIN_TAPS and kk[0] == 1 and o3[0] == 1
-            and s == [1, 1, 1] and w.dtype.kind == "f" and (g == 1 or kk[2] == 3)):
+    if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
+            and _direct_fits(cpg, ck // g, g, kk[2], p_out)):
         hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
         band = max(1, min(o3[1], DIRECT_BAND_ELEMS // (cpg * wp)))
         parallel = n * cpg * ck * p_out >= DEPTHWISE_PARALLEL_MIN * 8
@@ -707,6 +707,28 @@ def _direct_job(xp, w, out, j, groups, bands, band, oh, c_in, cin_g, cpg, hp, wp
 # Bands of output rows keep the accumulators within DIRECT_BAND_ELEMS floats.
 DIRECT_MAX_COUT = 16
 DIRECT_MIN_TAPS = 32
+# Dense filters with few taps (an RGB image's first layer: 3 x 3x3 = 27 values an output) left OpenBLAS
+# a GEMM with K of a few dozen, far below its speed, after an unfold that writes 9 times the input.
+# There the direct kernel wins from 1 tap a filter row of three (AVX2 EPYC, 2 threads, direct against
+# unfold + GEMM: [1, 3, 300, 300] -> 8 channels 817 / 3081 us, [1, 3, 224, 224] -> 16: 906 / 2602,
+# [1, 1, 28, 28] -> 8: 16.7 / 23.3, 1-D [1, 1, 16000] -> 4 with 3 taps: 37.5 / 53.3) and from
+# DIRECT_MIN_TAPS_DENSE taps with other rows ([1, 1, 28, 28] 5x5 -> 8: 28.1 / 47.6; 12 taps of 2x2
+# lost, 24.8 / 15.6); with up to 2 * DIRECT_MAX_COUT output channels on planes of at least
+# DIRECT_FEW_TAPS_PIXELS ([1, 3, 224, 224] -> 32: 1978 / 3109 us, [1, 3, 75, 75] -> 32: 257 / 380; at
+# 38x38 a tie, and with 64 channels the GEMM won on small planes).
+DIRECT_MIN_TAPS_DENSE = 16
+DIRECT_FEW_TAPS_PIXELS = 4096
+
+
+def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:
+    """Whether a stride-1 2-D (or 1-D) convolution with `cpg` output channels per group, `taps` input
+    values per output, `g` groups, filter rows of `kw` taps and `p_out` output pixels takes the direct
+    kernel rather than unfold + GEMM (the measurements above)."""
+    if taps >= DIRECT_MIN_TAPS:
+        return cpg <= DIRECT_MAX_COUT and (g == 1 or kw == 3)
+    if g != 1 or (kw != 3 and taps < DIRECT_MIN_TAPS_DENSE):
+        return False
+    return cpg <= DIRECT_MAX_COUT or (cpg <= 2 * DIRECT_MAX_COUT and p_out >= DIRECT_FEW_TAPS_PIXELS)
 DIRECT_BAND_ELEMS = 1 << 14
 # A parallel direct convolution whose image needs several bands is cut into at least this many (image,
 # group, band) jobs of equal height: one image of 32 rows in bands of at most DIRECT_BAND_ELEMS floats was
