@@ -140,3 +140,68 @@ def test_numba_version_parse(monkeypatch, version, expected):
 
     monkeypatch.setattr(jit.numba, "__version__", version)
     assert jit._numba_version() == expected
+
+
+# ---- jit.entry: kernels called without the dispatcher ---------------------------------------------
+
+
+def test_entry_runs_the_overload_the_dispatcher_picks(monkeypatch):
+    """entry() gives the compiled overload for the arguments' types: the same results as calling the
+    dispatcher; anything that is not a dispatcher (a test's wrapper) and IRNORM_NUMBA_DISPATCH=1 give
+    the callable back unchanged."""
+    from irnorm.kernels import activation, jit
+
+    x = np.linspace(-3, 3, 50, dtype=np.float32)
+    want, got = np.empty_like(x), np.empty_like(x)
+    args = (activation.GELU_ERF, x, want, np.float32(0), np.float32(0), activation._K32)
+    activation._apply(*args)
+    call = jit.entry(activation._apply, *args)
+    assert call is not activation._apply
+    call(activation.GELU_ERF, x, got, np.float32(0), np.float32(0), activation._K32)
+    np.testing.assert_array_equal(got, want)
+
+    def wrapper(*a):
+        return activation._apply(*a)
+
+    assert jit.entry(wrapper, *args) is wrapper
+    monkeypatch.setattr(jit, "_DISPATCH_ALWAYS", True)
+    assert jit.entry(activation._apply, *args) is activation._apply
+
+
+def test_bound_kernels_still_read_views_correctly():
+    """The call sites that bind entry points (which read arrays as C-contiguous without checking) give
+    the values for strided views of their input that they give for contiguous copies, after binding: the
+    bound LayerNorm (small rows and the general path), the activations, the softmax and the bias +
+    activation epilogue."""
+    from irnorm.kernels import activation, moments, softmax
+
+    rng = np.random.default_rng(3)
+    for shape in [(2, 8, 32), (4, 128, 768)]:
+        wide = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
+        view = wide[..., ::2]  # every other column: not C-contiguous
+        dense = np.ascontiguousarray(view)
+        scale = rng.standard_normal(shape[-1]).astype(np.float32)
+        norm = moments.normalizer(shape, np.dtype(np.float32), [2], moments.INSIDE_SQRT, 1e-5, scale=scale)
+        want = norm(dense)
+        for _ in range(3):  # bound from the second call on
+            np.testing.assert_array_equal(norm(dense), want)
+        # a strided view runs the kernel's non-contiguous overload (rounding may differ in the last bit);
+        # read as if contiguous it would be other elements altogether
+        np.testing.assert_allclose(norm(view), want, rtol=1e-5, atol=1e-5)
+    x = rng.standard_normal((16, 40)).astype(np.float32)
+    for _ in range(3):
+        activation.unary(activation.GELU_ERF, x)
+        softmax.softmax_rows(x)
+    np.testing.assert_array_equal(activation.unary(activation.GELU_ERF, x[:, ::2]),
+                                  activation.unary(activation.GELU_ERF, np.ascontiguousarray(x[:, ::2])))
+    np.testing.assert_array_equal(softmax.softmax_rows(x[:, ::2]),
+                                  softmax.softmax_rows(np.ascontiguousarray(x[:, ::2])))
+    y = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
+    epilogue = activation.bias_activation_plan(y.shape, y.dtype, bias, activation.RELU)
+    want = np.maximum(y + bias.reshape(1, 8, 1, 1), 0)
+    for _ in range(2):
+        np.testing.assert_array_equal(epilogue(y.copy()), want)
+    strided = np.zeros((1, 8, 6, 12), np.float32)[..., ::2]
+    strided[...] = y
+    np.testing.assert_array_equal(epilogue(strided), want)

@@ -32,7 +32,7 @@ from math import prod
 import numpy as np
 
 from . import PARALLEL_MIN
-from .jit import njit, prange
+from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
 from .vmath import verf, vexp
 
@@ -284,6 +284,8 @@ def _half_serial(code, kind, x, o, p0, p1, k, block):
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_APPLY: dict = {}  # dtype -> _apply's entry point (jit.entry)
+_SHORT_ROWS: dict = {}  # (data dtype, bias dtype) -> _bias_act_short_rows' entry point
 
 
 def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndarray:
@@ -300,7 +302,10 @@ def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndar
         if n >= PARALLEL_MIN:
             _float_parallel(code, xf, of, ftype(p0), ftype(p1), k, BLOCK)
         else:
-            _apply(code, xf, of, ftype(p0), ftype(p1), k)
+            apply = _APPLY.get(dt)
+            if apply is None:  # xf and of are always 1-D C-contiguous arrays of dt here: one signature
+                apply = _APPLY[dt] = entry(_apply, code, of, of, ftype(p0), ftype(p1), k)
+            apply(code, xf, of, ftype(p0), ftype(p1), k)
         return out
     kind = 1 if dt == np.float16 else 2
     xb, ob = xf.view(np.uint16), of.view(np.uint16)
@@ -431,9 +436,11 @@ def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarr
     if size >= PARALLEL_MIN and n * c > 1:
         tasks = min(n * c, 64)
 
+        run_parallel = entry(_bias_act_parallel, code, c_array(2, dtype), b, c, a0, a1, k, tasks)
+
         def parallel(y: np.ndarray) -> np.ndarray:
             y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
-            _bias_act_parallel(code, y.reshape(rows_shape), b, c, a0, a1, k, tasks)
+            run_parallel(code, y.reshape(rows_shape), b, c, a0, a1, k, tasks)
             return y
         return parallel
     if bias is None and code < 0:
@@ -444,16 +451,19 @@ def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarr
         # element as the layers, without a loop per row ([1, 288, 2, 2] with Swish: 4 -> 1.5 us).
         per_element = bias is not None
         flat_bias = np.tile(np.repeat(b, rows_shape[1]), n) if per_element else b
+        run_flat = entry(_bias_act_flat, code, c_array(1, dtype), flat_bias, per_element, a0, a1, k)
 
         def short_rows(y: np.ndarray) -> np.ndarray:
             y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
-            _bias_act_flat(code, y.reshape(-1), flat_bias, per_element, a0, a1, k)
+            run_flat(code, y.reshape(-1), flat_bias, per_element, a0, a1, k)
             return y
         return short_rows
 
+    run_rows = entry(_bias_act_rows, code, c_array(2, dtype), b, c, 0, rows_shape[0], a0, a1, k)
+
     def rows(y: np.ndarray) -> np.ndarray:
         y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
-        _bias_act_rows(code, y.reshape(rows_shape), b, c, 0, rows_shape[0], a0, a1, k)
+        run_rows(code, y.reshape(rows_shape), b, c, 0, rows_shape[0], a0, a1, k)
         return y
     return rows
 
@@ -500,6 +510,13 @@ def bias_activation_last(y: np.ndarray, bias: np.ndarray | None, code: int, p0: 
             _bias_act_short_parallel(code, rows, b, 1, True, ftype(p0), ftype(p1), k, tasks)
         else:
             _bias_act_cols_parallel(code, rows, b, ftype(p0), ftype(p1), k, tasks)
+    elif short and b.flags.c_contiguous:
+        # rows is C-contiguous (the caller's contract) and b too: the types depend on the dtypes only
+        run = _SHORT_ROWS.get((y.dtype, b.dtype))
+        if run is None:
+            run = _SHORT_ROWS[(y.dtype, b.dtype)] = entry(_bias_act_short_rows, code, rows, b, 1, True, 0,
+                                                          rows.shape[0], ftype(p0), ftype(p1), k)
+        run(code, rows, b, 1, True, 0, rows.shape[0], ftype(p0), ftype(p1), k)
     elif short:
         _bias_act_short_rows(code, rows, b, 1, True, 0, rows.shape[0], ftype(p0), ftype(p1), k)
     else:

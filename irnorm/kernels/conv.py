@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import blas
-from .jit import njit, prange
+from .jit import c_array, entry, njit, prange
 from .planes import fill_padded
 from .pool import OUTPUTS, SCRATCH
 
@@ -518,10 +518,13 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
         kh, kw, dh, dw = kk[1], kk[2], d[1], d[2]
         padded = padded_planes_plan(x5_shape, hp, wp, pb, (kk[2] - 1) * d[2])
 
+        run_direct = entry(direct_conv, c_array(1, w.dtype), w, c_array(4, w.dtype), c, hp, wp, kh, kw, dh, dw,
+                           band, tasks)
+
         def direct(x: np.ndarray) -> np.ndarray:
             out, _ = empty(x)
             xp = padded(x)  # x's elements in order: the flat view is all the fill reads
-            direct_conv(xp, w, out.reshape(n, g * cpg, o3[1], o3[2]), c, hp, wp, kh, kw, dh, dw, band, tasks)
+            run_direct(xp, w, out.reshape(n, g * cpg, o3[1], o3[2]), c, hp, wp, kh, kw, dh, dw, band, tasks)
             return out
         return direct
     if n * ck * p_out <= SMALL_COL:  # small: one serial unfold straight from the input, one product
@@ -530,19 +533,22 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
         col_shape, cols_shape = (n, ck, p_out), (n, g, ck // g, p_out)
         if o3[2] <= GATHER_MAX_WIDTH:
             index = unfold_index(x5_shape, kk, s, d, pb, o3)  # kept with the plan: one per input shape
+            gather = entry(gather_unfold, c_array(1, w.dtype), index, c_array(1, w.dtype))
 
             def small_gathered(x: np.ndarray) -> np.ndarray:
                 out, res = empty(x)
                 col = SCRATCH.get(1, col_shape, x.dtype)
-                gather_unfold(np.ascontiguousarray(x).reshape(-1), index, col.reshape(-1))
+                gather(np.ascontiguousarray(x).reshape(-1), index, col.reshape(-1))
                 product(w, col.reshape(cols_shape), res)
                 return out
             return small_gathered
 
+        unfold = entry(im2col_bounded_serial, c_array(5, w.dtype), c_array(3, w.dtype), *unfold_args)
+
         def small(x: np.ndarray) -> np.ndarray:
             out, res = empty(x)
             col = SCRATCH.get(1, col_shape, x.dtype)
-            im2col_bounded_serial(np.ascontiguousarray(x).reshape(x5_shape), col, *unfold_args)
+            unfold(np.ascontiguousarray(x).reshape(x5_shape), col, *unfold_args)
             product(w, col.reshape(cols_shape), res)
             return out
         return small
@@ -589,9 +595,14 @@ def padded_planes_plan(x5_shape: tuple[int, ...], hp: int, wp: int, pb, spare: i
         ys = ye = xs = xe = 0  # nothing of the input inside: all zeros
     y0, x0 = ys - lo[0], xs - lo[1]
 
+    fills: dict = {}  # dtype -> fill_padded's entry point (jit.entry)
+
     def fill(x5: np.ndarray) -> np.ndarray:
         buf = SCRATCH.get(0, (size + spare,), x5.dtype)  # a reused buffer: every element is written below
-        fill_padded(np.ascontiguousarray(x5).reshape(-1), planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+        run_fill = fills.get(x5.dtype)
+        if run_fill is None:
+            run_fill = fills[x5.dtype] = entry(fill_padded, buf, planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+        run_fill(np.ascontiguousarray(x5).reshape(-1), planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
         return buf
     return fill
 
@@ -883,29 +894,36 @@ def depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, 
             and (s != [1, 1, 1] or o3[1] * o3[2] <= CHANNELS_INNER_PLANE)):
         wt = (w_inner if w_inner is not None else channels_inner_filter(w)).reshape(kk[1], kk[2], co)
         x_planes = (n, g) + x5_shape[3:]
+        run_inner = entry(depthwise_channels_inner, c_array(4, w.dtype), wt, c_array(4, w.dtype), s[1], s[2], d[1],
+                          d[2], pb[1], pb[2])
 
         def channels_inner(x: np.ndarray) -> np.ndarray:
             out = OUTPUTS.empty(out_shape, x.dtype)
-            depthwise_channels_inner(np.ascontiguousarray(x).reshape(x_planes), wt, out.reshape(out_planes), s[1],
-                                     s[2], d[1], d[2], pb[1], pb[2])
+            run_inner(np.ascontiguousarray(x).reshape(x_planes), wt, out.reshape(out_planes), s[1], s[2], d[1], d[2],
+                      pb[1], pb[2])
             return out
         return channels_inner
     if o3[0] == 1 and kk[0] == 1 and s == [1, 1, 1]:  # 1-D/2-D, stride 1: the padded row width
         hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
         w_rows = w4[:, 0]
         padded = padded_planes_plan(x5_shape, hp, wp, pb, (kk[2] - 1) * d[2])
+        run_wide = entry(depthwise_wide, c_array(1, w.dtype), w_rows, c_array(4, w.dtype), co // g, hp, wp, d[1],
+                         d[2], tasks)
 
         def wide(x: np.ndarray) -> np.ndarray:
             out = OUTPUTS.empty(out_shape, x.dtype)
             buf = padded(x)
-            depthwise_wide(buf, w_rows, out.reshape(out_planes), co // g, hp, wp, d[1], d[2], tasks)
+            run_wide(buf, w_rows, out.reshape(out_planes), co // g, hp, wp, d[1], d[2], tasks)
             return out
         return wide
 
+    run_general = entry(depthwise, c_array(5, w.dtype), w4, c_array(5, w.dtype), co // g, s[0], s[1], s[2], d[0],
+                        d[1], d[2], pb[0], pb[1], pb[2], tasks)
+
     def general(x: np.ndarray) -> np.ndarray:
         out = OUTPUTS.empty(out_shape, x.dtype)
-        depthwise(np.ascontiguousarray(x).reshape(x5_shape), w4, out.reshape((n, co) + tuple(o3)), co // g, s[0],
-                  s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], tasks)
+        run_general(np.ascontiguousarray(x).reshape(x5_shape), w4, out.reshape((n, co) + tuple(o3)), co // g, s[0],
+                    s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], tasks)
         return out
     return general
 

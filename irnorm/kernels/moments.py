@@ -65,7 +65,7 @@ import numpy as np
 
 from . import PARALLEL_MIN
 from .halfprec import cast_like, is_normal, load, store
-from .jit import njit, prange
+from .jit import entry, njit, prange
 from .pool import OUTPUTS
 
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
@@ -819,22 +819,39 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
         # an output below the pool's size: allocate the result in the kernel's shape and reshape it once.
         shape, y_dtype = tuple(shape), p.y_dtype
 
+        bound: list = []  # [None, the kernel's entry point for these argument types (jit.entry)]
+
         def small_rows(x: np.ndarray) -> np.ndarray:
             y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
-            kern(x.reshape(kshape), y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+            xk = x.reshape(kshape)
+            if len(bound) == 2 and xk.flags.c_contiguous:  # the entry point reads x as C-contiguous
+                bound[1](xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+                return y.reshape(shape)
+            kern(xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+            if len(bound) < 2 and xk.flags.c_contiguous:  # bound on the second call (normalize() makes one per call)
+                bound.append(entry(kern, xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+                             if bound else None)
             return y.reshape(shape)
 
         return small_rows
+
+    # [kern, kern, kern's entry point (jit.entry)], one more each call: _operands always hands the kernel
+    # C-contiguous arrays of one type
+    calls: list = [kern]
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.size == 0:
             return np.empty(x.shape, out_dtype)
         xk, y, yk = _operands(x, p)
+        call = calls[-1]
         if block == 0:
-            kern(xk.reshape(kshape), yk.reshape(kshape), center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+            args = (xk.reshape(kshape), yk.reshape(kshape), center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
         else:
-            kern(xk.reshape(kshape), yk.reshape(kshape), center, mode, eps, sv, bv, o_mod, seg, block, False,
-                 _NO_STATS, _NO_STATS)
+            args = (xk.reshape(kshape), yk.reshape(kshape), center, mode, eps, sv, bv, o_mod, seg, block, False,
+                    _NO_STATS, _NO_STATS)
+        call(*args)
+        if len(calls) < 3:  # bound on the second call: normalize() makes a normalizer for one call only
+            calls.append(kern if len(calls) < 2 else entry(kern, *args))
         return y if plain else _result(y, p, out_dtype)
 
     return run

@@ -16,7 +16,7 @@ import numpy as np
 from ..ir.dtypes import compute_dtype
 from . import PARALLEL_MIN
 from .elementwise import f16_to_f32
-from .jit import njit, prange
+from .jit import c_array, entry, njit, prange
 from .moments import canonical_layout
 from .opcodes import REDUCE_MAX, REDUCE_SUM, REDUCE_SUMSQ
 
@@ -141,12 +141,13 @@ def small_rows(code: int, shape: tuple[int, ...], dtype: np.dtype, axes: tuple[i
             or outer * red >= PARALLEL_MIN):
         return None
     rows_shape = (outer, red)
+    rows_to = entry(_rows_to, code, c_array(2, dtype), c_array(1, dtype), divisor, root)
 
     def run(x: np.ndarray) -> np.ndarray | None:
         if not x.flags.c_contiguous:
             return None
         out = np.empty(out_shape, dtype)
-        _rows_to(code, x.reshape(rows_shape), out.reshape(outer), divisor, root)
+        rows_to(code, x.reshape(rows_shape), out.reshape(outer), divisor, root)
         return out
 
     return run

@@ -11,7 +11,7 @@ from numba.core.extending import overload
 
 from . import PARALLEL_MIN
 from .halfprec import cast_like
-from .jit import njit, prange, types
+from .jit import entry, njit, prange, types
 from .vmath import vexp
 
 
@@ -124,8 +124,17 @@ def softmax_rows(x: np.ndarray, log: bool = False) -> np.ndarray:
     x = x if x.flags.c_contiguous else np.ascontiguousarray(x)  # the kernels take a block's rows as one run
     out = np.empty(x.shape, x.dtype)
     if x.size:
-        (_rows_parallel if x.size >= PARALLEL_MIN and x.shape[0] > 1 else _rows_serial)(x, out, log)
+        if x.size >= PARALLEL_MIN and x.shape[0] > 1:
+            _rows_parallel(x, out, log)
+        else:  # x and out are C-contiguous 2-D arrays of x's dtype here: one entry point per (dtype, log)
+            rows = _SERIAL.get((x.dtype, log))
+            if rows is None:
+                rows = _SERIAL[(x.dtype, log)] = entry(_rows_serial, out, out, log)
+            rows(x, out, log)
     return out
+
+
+_SERIAL: dict = {}  # (dtype, log) -> _rows_serial's entry point (jit.entry)
 
 
 def softmax(x: np.ndarray, axis: int, cdt: np.dtype, log: bool = False) -> np.ndarray:

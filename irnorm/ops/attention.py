@@ -72,7 +72,8 @@ class ScaledDotProductAttention(Op):
         return [TensorInfo(tuple(batch) + (q.shape[-2], v.shape[-1]), t)]
 
     def build(self, ctx: NodeContext) -> Kernel:
-        from ..kernels.softmax import attention_rows, softmax_rows  # lazy: validate never imports numba
+        from ..kernels.jit import entry  # lazy: validate never imports numba
+        from ..kernels.softmax import attention_rows, softmax_rows
 
         causal = bool(ctx.attrs["causal"])
         layer = ctx.layer
@@ -99,6 +100,7 @@ class ScaledDotProductAttention(Op):
         # the BLAS path below
         small: dict[tuple, tuple | None] = {}
         no_mask = np.zeros((1, 1, 0), cdt)
+        rows_calls: dict = {}  # the mask's dtype -> attention_rows' entry point (kernels/jit.py entry)
 
         def small_plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, m: np.ndarray | None) -> tuple | None:
             """Heads small enough for attention_rows (one call, no BLAS): q, k, v with the same batch dims,
@@ -149,8 +151,12 @@ class ScaledDotProductAttention(Op):
                     add = np.ascontiguousarray(m if m.dtype == np.bool_ or m.dtype == cdt else m.astype(cdt))
                     add = add.reshape(m_shape)
                 out = np.empty(out_shape, cdt)
-                attention_rows(q.reshape(q3), k.reshape(k3), v.reshape(v3), add, add.dtype == np.bool_, scale, causal,
-                               out.reshape(q3[:2] + (v3[2],)))
+                args = (q.reshape(q3), k.reshape(k3), v.reshape(v3), add, add.dtype == np.bool_, scale, causal,
+                        out.reshape(q3[:2] + (v3[2],)))
+                rows = rows_calls.get(add.dtype)
+                if rows is None:  # every array C-contiguous and of cdt (the mask bool or cdt): one signature each
+                    rows = rows_calls[add.dtype] = entry(attention_rows, *args)
+                rows(*args)
                 return [out if out.dtype == dt else cast(out, dt)]
             try:
                 scores = np.matmul(q, k.swapaxes(-1, -2))  # a fresh C-contiguous array
