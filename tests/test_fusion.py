@@ -683,3 +683,55 @@ def test_sigmoid_epilogue_is_the_sigmoid_layers_expression(dtype):
         want = elementwise.unary(SIGMOID, (y + (bias[0] if bias is not None else 0)).reshape(shape))
         got = activation.bias_activation(y.copy().reshape(shape), bias, activation.CODES["sigmoid"])
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("act, dtype, shaper", [("gelu_tanh", np.float32, "reshape"), ("relu", np.float64, "unsqueeze"),
+                                                ("gelu", np.float32, "reshape")])
+def test_matmul_bias_reshape_activation_is_one_step(tmp_path, act, dtype, shaper):
+    """GPT-2's Conv1D as OpenVINO writes it: [M, K] x [K, N] + bias -> Reshape to [1, M, N] -> Gelu. The
+    activation runs on the product in place before the reshape: one step, bit-identical to the layers
+    (NaN, infinities, signed zeros), OpenVINO's results."""
+    rng = np.random.default_rng(31 + len(act))
+    m, k, n = 6, 12, 20
+    x = op1.parameter([m, k], dtype, name="x")
+    y = op1.add(op1.matmul(x, op1.constant(rng.standard_normal([k, n]).astype(dtype)), False, False),
+                op1.constant(rng.standard_normal(n).astype(dtype)))
+    if shaper == "reshape":
+        y = op1.reshape(y, op1.constant(np.array([1, m, n], np.int64)), False)
+    else:
+        y = op1.unsqueeze(y, op1.constant(np.array([0], np.int64)))
+    y = {"gelu": lambda v: op7.gelu(v, "erf"), "gelu_tanh": lambda v: op7.gelu(v, "tanh"), "relu": op1.relu}[act](y)
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "c1d")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    label = "+".join(["MatMul", "Add", "Reshape" if shaper == "reshape" else "Unsqueeze",
+                      "Relu" if act == "relu" else "Gelu"])
+    assert [f[0] for f in fused.fused_steps] == [label]
+    feed = rng.standard_normal([m, k]).astype(dtype)
+    feed.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    for _ in range(2):
+        got, want = fused.run({"x": feed})["y"], plain.run({"x": feed})["y"]
+        assert got.shape == (1, m, n)
+        np.testing.assert_array_equal(got, want)
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal([m, k]).astype(dtype)})
+
+
+def test_reshape_between_matmul_and_activation_left_alone_when_dynamic_or_shared(tmp_path):
+    """A Reshape whose output shape is not static, or whose input is also used elsewhere: the activation
+    stays its own step (the MatMul + Add still fuse); the same bits either way."""
+    rng = np.random.default_rng(5)
+    x = op1.parameter([-1, 8], np.float32, name="x")
+    y = op1.add(op1.matmul(x, op1.constant(rng.standard_normal([8, 4]).astype(np.float32)), False, False),
+                op1.constant(rng.standard_normal(4).astype(np.float32)))
+    r = op1.reshape(y, op1.constant(np.array([1, -1, 4], np.int64)), False)
+    out = op1.relu(r)
+    xml = save(_model(_named(out, "y"), [x]), tmp_path, "dyn")
+    assert [f[0] for f in irnorm.load(xml).fused_steps] == ["MatMul+Add"]
+    _left_alone(xml, "MatMul+Add+", {"x": rng.standard_normal([3, 8]).astype(np.float32)})
+    x2 = op1.parameter([3, 8], np.float32, name="x")
+    y2 = op1.add(op1.matmul(x2, op1.constant(rng.standard_normal([8, 4]).astype(np.float32)), False, False),
+                 op1.constant(rng.standard_normal(4).astype(np.float32)))
+    r2 = op1.reshape(y2, op1.constant(np.array([1, 3, 4], np.int64)), False)
+    both = op1.add(op1.relu(r2), r2)
+    xml2 = save(_model(_named(both, "y"), [x2]), tmp_path, "shared")
+    _left_alone(xml2, "MatMul+Add+", {"x": rng.standard_normal([3, 8]).astype(np.float32)})

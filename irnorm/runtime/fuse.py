@@ -649,6 +649,12 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 2:
         return None
     nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, -1)
+    reshaped = None
+    if code < 0:  # GPT-2's Conv1D: view(-1, nx) -> addmm -> view(...) -> Gelu: the activation past a Reshape
+        hit = _reshape_then_activation(fc, nodes[-1])
+        if hit is not None:
+            reshape, reshaped, (user, code, p0, p1) = hit
+            nodes += [reshape, user]
     if len(nodes) == 1:
         return None
     matmul = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
@@ -669,9 +675,30 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
                     tiles[out.shape] = tile
             np.add(out, tile, out=out)
             return [out]
-        return [bias_activation_last(out, bias, code, p0, p1)]
+        y = bias_activation_last(out, bias, code, p0, p1)
+        return [y.reshape(reshaped) if reshaped is not None else y]
 
     return Fusion(nodes, [tuple(s) for s in node.sources], run, "+".join(n.op_type for n in nodes))
+
+
+def _reshape_then_activation(fc: FuseContext, node: Node) -> tuple[Node, tuple[int, ...], tuple] | None:
+    """`node`'s sole consumer a Reshape / Squeeze / Unsqueeze with constant operands and a static output
+    shape, whose sole consumer is an activation with constant parameters: (that layer, its output
+    shape, _activation_after's answer).  An activation works element by element, so it may run before
+    the reshape: on the product, in place."""
+    users = fc.consumers.get((node.index, 0), [])
+    if len(node.outputs) != 1 or len(users) != 1 or users[0][1] != 0 or (node.index, 0) in fc.keep:
+        return None
+    shaper = fc.graph.nodes[users[0][0]]
+    if shaper.op_type not in ("Reshape", "Squeeze", "Unsqueeze") or len(shaper.outputs) != 1:
+        return None
+    if any(s is None or fc.const(tuple(s)) is None for s in shaper.sources[1:]):
+        return None
+    out = shaper.outputs[0]
+    if out is None or out.shape is None or any(d < 0 for d in out.shape) or out.dtype != node.outputs[0].dtype:
+        return None
+    act = _activation_after(fc, shaper)
+    return None if act is None else (shaper, tuple(out.shape), act)
 
 
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
