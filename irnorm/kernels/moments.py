@@ -819,18 +819,22 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
         # an output below the pool's size: allocate the result in the kernel's shape and reshape it once.
         shape, y_dtype = tuple(shape), p.y_dtype
 
-        bound: list = []  # [None, the kernel's entry point for these argument types (jit.entry)]
+        # [calls so far, the kernel's entry point for these argument types (jit.entry) once bound]; threads
+        # may race on it: at worst a later binding, never a call of anything but kern or its entry point
+        bound: list = [0, None]
 
         def small_rows(x: np.ndarray) -> np.ndarray:
             y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
             xk = x.reshape(kshape)
-            if len(bound) == 2 and xk.flags.c_contiguous:  # the entry point reads x as C-contiguous
-                bound[1](xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+            call = bound[1]
+            if call is not None and xk.flags.c_contiguous:  # the entry point reads x as C-contiguous
+                call(xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
                 return y.reshape(shape)
             kern(xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
-            if len(bound) < 2 and xk.flags.c_contiguous:  # bound on the second call (normalize() makes one per call)
-                bound.append(entry(kern, xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
-                             if bound else None)
+            if call is None and xk.flags.c_contiguous:
+                bound[0] += 1
+                if bound[0] >= 2:  # bound on the second call: normalize() makes a normalizer for one call
+                    bound[1] = entry(kern, xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
             return y.reshape(shape)
 
         return small_rows
