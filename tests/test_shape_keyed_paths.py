@@ -57,8 +57,8 @@ def test_small_binary_writes_into_the_callers_out_array(tmp_path):
 @pytest.mark.parametrize("shape,axes", [((1, 8, 32), [2]), ((3, 5), [1]), ((2, 4, 3, 7), [3]), ((1, 1, 1), [2])])
 def test_bound_small_normalizer_is_the_general_normalize(dtype, shape, axes):
     """moments.normalizer's small-rows path (no transpose, f32/f64, output below the pool's size) gives
-    moments.normalize's result bit for bit, also with zero-variance rows and huge means; under
-    OUTPUTS.provide it writes into the given array."""
+    moments.normalize's result bit for bit, also with zero-variance rows and huge means, before and
+    after it binds its entry point; under OUTPUTS.provide it writes into the given array."""
     rng = np.random.default_rng(11)
     x = (rng.standard_normal(shape) * 3 + 1e4).astype(dtype)
     x.reshape(-1, shape[-1])[0] = 7.0  # a constant row: zero variance
@@ -70,9 +70,11 @@ def test_bound_small_normalizer_is_the_general_normalize(dtype, shape, axes):
     kw = dict(scale=ts, bias=tb, o_mod=o_mod, seg_len=seg_len)
     bound = moments.normalizer(shape, np.dtype(dtype), axes, moments.INSIDE_SQRT, 1e-5, **kw)
     want = moments.normalize(x, axes, moments.INSIDE_SQRT, 1e-5, **kw)
-    got = bound(x)
-    assert got.shape == x.shape and got.dtype == x.dtype
-    np.testing.assert_array_equal(got, want)
+    for _ in range(4):  # the first calls go through Numba's dispatcher, later ones the entry point bound to x
+        got = bound(x)
+        assert got.shape == x.shape and got.dtype == x.dtype and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+    assert not np.shares_memory(bound(x), got)  # a fresh result every call
     assert np.isfinite(got).all()
     ref = (x.astype(np.float64) - x.astype(np.float64).mean(-1, keepdims=True))
     ref = ref / np.sqrt((ref * ref).mean(-1, keepdims=True) + 1e-5) * scale + bias

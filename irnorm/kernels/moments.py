@@ -65,7 +65,7 @@ import numpy as np
 
 from . import PARALLEL_MIN
 from .halfprec import cast_like, is_normal, load, store
-from .jit import entry, njit, prange
+from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
 
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
@@ -418,6 +418,14 @@ def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, sh
         return
     for o in range(x.shape[0]):
         _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def rows_serial_shaped(x, out, rows, cols, center, mode, eps, scale, bias, o_mod, seg_len, stats):
+    """rows_serial on C-contiguous x / out of any rank, viewed as [rows, cols] here rather than by two
+    numpy reshapes per call (about 0.4 us of a transformer's [1, 8, 32] LayerNorm step)."""
+    rows_serial(x.reshape((rows, cols)), out.reshape((rows, cols)), center, mode, eps, scale, bias, o_mod, seg_len,
+                False, stats, stats)
 
 
 @njit(nogil=True, parallel=True, cache=True, error_model="numpy")
@@ -819,22 +827,35 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
         # an output below the pool's size: allocate the result in the kernel's shape and reshape it once.
         shape, y_dtype = tuple(shape), p.y_dtype
 
-        # [calls so far, the kernel's entry point for these argument types (jit.entry) once bound]; threads
-        # may race on it: at worst a later binding, never a call of anything but kern or its entry point
+        # [calls so far, the entry point (jit.entry) once bound]; threads may race on it: at worst a later
+        # binding, never a call of anything but kern or the entry point
         bound: list = [0, None]
+        # rows_serial taking x and y in their own shape (bound instead of kern when kern is rows_serial)
+        shaped = kern is rows_serial and len(kshape) == 2
+        rows, cols = kshape[0], kshape[-1]
 
         def small_rows(x: np.ndarray) -> np.ndarray:
+            call = bound[1]
+            if call is not None and x.shape == shape and x.flags.c_contiguous:  # what the entry point reads
+                if shaped:
+                    y = OUTPUTS.empty(shape, y_dtype) if OUTPUTS.providing() else np.empty(shape, y_dtype)
+                    call(x, y, rows, cols, center, mode, eps, sv, bv, o_mod, seg, stats)
+                    return y
+                y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
+                call(x.reshape(kshape), y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+                return y.reshape(shape)
             y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
             xk = x.reshape(kshape)
-            call = bound[1]
-            if call is not None and xk.flags.c_contiguous:  # the entry point reads x as C-contiguous
-                call(xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
-                return y.reshape(shape)
             kern(xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
-            if call is None and xk.flags.c_contiguous:
+            if call is None and xk.flags.c_contiguous and x.shape == shape:
                 bound[0] += 1
                 if bound[0] >= 2:  # bound on the second call: normalize() makes a normalizer for one call
-                    bound[1] = entry(kern, xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
+                    if shaped:
+                        typed = c_array(len(shape), y_dtype)
+                        bound[1] = entry(rows_serial_shaped, typed, typed, rows, cols, center, mode, eps, sv, bv, o_mod,
+                                         seg, stats)
+                    else:
+                        bound[1] = entry(kern, xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats)
             return y.reshape(shape)
 
         return small_rows
