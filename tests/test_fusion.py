@@ -317,10 +317,10 @@ def test_convolution_bias_activation_is_one_step(tmp_path, kind, act, bias, dtyp
         compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
 
 
-@pytest.mark.parametrize("case", ["spatial_bias", "residual", "used_twice", "f16", "output_too"])
+@pytest.mark.parametrize("case", ["spatial_bias", "broadcast_residual", "used_twice", "f16", "output_too"])
 def test_convolution_is_left_alone(tmp_path, case):
-    """A bias that varies along a spatial axis, a non-constant Add, a product used twice or that is a model
-    output, and f16 data: no fusion of the Add (and so none of an activation after it)."""
+    """A bias that varies along a spatial axis, a computed addend that broadcasts, a product used twice or
+    that is a model output, and f16 data: no fusion of the Add (and so none of an activation after it)."""
     rng = np.random.default_rng(3)
     dtype = np.float16 if case == "f16" else np.float32
     x = op1.parameter([1, 4, 6, 6], dtype, name="x")
@@ -329,8 +329,8 @@ def test_convolution_is_left_alone(tmp_path, case):
     outs = []
     if case == "spatial_bias":
         y = op1.relu(op1.add(conv, op1.constant(rng.standard_normal([1, 1, 1, 6]).astype(dtype))))
-    elif case == "residual":
-        y = op1.relu(op1.add(conv, x))
+    elif case == "broadcast_residual":  # a computed [1, 4, 1, 6] addend: the sum is not a residual Add
+        y = op1.relu(op1.add(conv, op1.reduce_max(x, op1.constant(np.array([2], np.int64)), True)))
     elif case == "used_twice":
         y = op1.add(op1.relu(op1.add(conv, op1.constant(np.ones([1, 4, 1, 1], dtype)))), conv)
     elif case == "output_too":
@@ -340,6 +340,67 @@ def test_convolution_is_left_alone(tmp_path, case):
         y = op1.relu(op1.add(conv, op1.constant(np.ones([1, 4, 1, 1], dtype))))
     xml = save(_model([_named(y, "y"), *outs], [x]), tmp_path, "c")
     _left_alone(xml, "Convolution+Add", {"x": rng.standard_normal([1, 4, 6, 6]).astype(dtype)})
+
+
+@pytest.mark.parametrize("act", ["relu", "none", "swish"])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_convolution_residual_add_is_one_step(tmp_path, act, bias, dtype, dynamic):
+    """A residual block's end as ResNets / MobileNets export it: Convolution -> (+ bias) -> Add of the
+    other branch -> (activation). One step, the sum and the activation in the convolution's epilogue; the
+    other branch (a strided projection computed after the main convolution) is ready because the step
+    runs where the Add ran. Bit-identical to the layers (NaN, infinities, signed zeros) and OpenVINO's."""
+    rng = np.random.default_rng(int(bias) + 2 * len(act))
+    shape = [2, 4, 10, 8]
+    x = op1.parameter([-1, 4, -1, -1] if dynamic else shape, dtype, name="x")
+
+    def conv(v, cin, cout, k, stride):
+        w = op1.constant((rng.standard_normal([cout, cin, k, k]) / (cin * k)).astype(dtype))
+        return op1.convolution(v, w, [stride] * 2, [k // 2] * 2, [k // 2] * 2, [1, 1])
+
+    def biased(v, c):
+        return op1.add(v, op1.constant(rng.standard_normal([1, c, 1, 1]).astype(dtype))) if bias else v
+
+    main = biased(conv(op1.relu(biased(conv(x, 4, 6, 3, 2), 6)), 6, 6, 3, 1), 6)
+    shortcut = biased(conv(x, 4, 6, 1, 2), 6)  # computed after the main branch's convolutions
+    s = op1.add(main, shortcut)
+    y = {"relu": lambda: op1.relu(s), "none": lambda: s,
+         "swish": lambda: op4.swish(s, op1.constant(np.array(1.25, dtype)))}[act]()
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "res")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    tail = {"relu": "+Relu", "none": "", "swish": "+Swish"}[act]
+    residual = "Convolution" + ("+Add" if bias else "") + "+Add" + tail
+    labels = [f[0] for f in fused.fused_steps]
+    assert residual in labels, labels
+    xv = rng.standard_normal(shape).astype(dtype)
+    xv.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    feeds = [xv] + ([rng.standard_normal([1, 4, 7, 13]).astype(dtype)] if dynamic else [])
+    for feed in feeds:
+        for _ in range(2):  # planned on the first run, the bound epilogue after
+            np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+@pytest.mark.parametrize("code_name, with_bias", [("relu", True), ("swish", False), ("none", True)])
+def test_bias_residual_kernel(code_name, with_bias):
+    """The residual epilogue below and above PARALLEL_MIN (the tasks split the channel rows), with a strided
+    residual: bit-identical to Add (bias), Add (residual) and the activation as separate passes."""
+    from irnorm.kernels import PARALLEL_MIN, activation
+
+    rng = np.random.default_rng(8)
+    for shape in [(1, 8, 6, 6), (2, 16, 40, 40)]:
+        y = rng.standard_normal(shape).astype(np.float32)
+        res = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)[..., ::2]
+        b = rng.standard_normal(shape[1]).astype(np.float32) if with_bias else None
+        code = activation.CODES.get(code_name, -1)
+        s = (y + b[:, None, None] if with_bias else y) + res
+        want = activation.unary(code, s, 1.25, 0.0) if code >= 0 else s
+        epilogue = activation.bias_residual_plan(shape, y.dtype, b, code, 1.25, 0.0)
+        for _ in range(2):
+            np.testing.assert_array_equal(epilogue(y.copy(), res), want)
+    assert y.size >= PARALLEL_MIN
 
 
 @pytest.mark.parametrize("code_name, with_bias", [("relu", True), ("swish", False), ("hswish", True)])

@@ -473,6 +473,76 @@ def _unchanged(y: np.ndarray) -> np.ndarray:
 
 
 @njit(**_JIT)
+def _bias_residual_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
+    """Rows r0..r1-1 of y [N*C, inner] in place: ((y + bias[channel]) + res), then activation `code`
+    (none when negative) -- a convolution's bias Add, the residual Add and the activation layers'
+    operations in their order (no bias: y + res alone).  res: the same shape as y."""
+    inner = y.shape[1]
+    buf = np.empty(min(_ACT_CHUNK, inner), y.dtype)
+    has_bias = bias.shape[0] > 0
+    for r in range(r0, r1):
+        b = bias[r % c_count] if has_bias else k[0]
+        row = y[r]
+        other = res[r]
+        for s in range(0, inner, _ACT_CHUNK):
+            m = min(_ACT_CHUNK, inner - s)
+            seg = row[s: s + m]
+            part = other[s: s + m]
+            staged = buf[:m]
+            if has_bias:
+                for i in range(m):
+                    staged[i] = (seg[i] + b) + part[i]
+            else:
+                for i in range(m):
+                    staged[i] = seg[i] + part[i]
+            if code >= 0:
+                _apply(code, staged, seg, p0, p1, k)
+            else:
+                seg[:] = staged
+
+
+@njit(parallel=True, **_JIT)
+def _bias_residual_parallel(code, y, res, bias, c_count, p0, p1, k, tasks):
+    rows = y.shape[0]
+    for t in prange(tasks):
+        _bias_residual_rows(code, y, res, bias, c_count, t * rows // tasks, (t + 1) * rows // tasks, p0, p1, k)
+
+
+def bias_residual_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray | None, code: int,
+                       p0: float = 0.0, p1: float = 0.0) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """For y [N, C, *spatial] (f32/f64, C-contiguous, owned by the caller) and a residual of y's shape and
+    dtype: y + bias[c] + residual, then activation `code` (-1: none), in place on y, one pass -- bit for
+    bit the Add, Add and activation layers (a ResNet block's end).  Planned once per shape."""
+    size = prod(shape)
+    if size == 0:
+        return lambda y, res: y
+    n, c = shape[0], shape[1]
+    rows_shape = (n * c, size // (n * c))
+    b = np.zeros(0, dtype) if bias is None else bias
+    ftype, k = np.dtype(dtype).type, (_K64 if dtype == np.float64 else _K32)
+    a0, a1 = ftype(p0), ftype(p1)
+    typed = c_array(2, dtype)
+    if size >= PARALLEL_MIN and n * c > 1:
+        tasks = min(n * c, 64)
+        run_parallel = entry(_bias_residual_parallel, code, typed, typed, b, c, a0, a1, k, tasks)
+
+        def parallel(y: np.ndarray, res: np.ndarray) -> np.ndarray:
+            res = res if res.flags.c_contiguous else np.ascontiguousarray(res)
+            y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+            run_parallel(code, y.reshape(rows_shape), res.reshape(rows_shape), b, c, a0, a1, k, tasks)
+            return y
+        return parallel
+    run_rows = entry(_bias_residual_rows, code, typed, typed, b, c, 0, rows_shape[0], a0, a1, k)
+
+    def rows(y: np.ndarray, res: np.ndarray) -> np.ndarray:
+        res = res if res.flags.c_contiguous else np.ascontiguousarray(res)
+        y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+        run_rows(code, y.reshape(rows_shape), res.reshape(rows_shape), b, c, 0, rows_shape[0], a0, a1, k)
+        return y
+    return rows
+
+
+@njit(**_JIT)
 def _bias_act_cols(code, y, bias, r0, r1, p0, p1, k):
     """Rows r0..r1-1 of y [M, N]: += bias[column] (when bias has N values), then activation `code`
     (none when negative)."""

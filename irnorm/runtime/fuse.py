@@ -45,6 +45,9 @@ class Fusion:
     args: list[Value]  # operands of the fused kernel
     kernel: Kernel
     label: str  # e.g. "MVN+Multiply+Add"
+    # run where the last covered layer ran rather than the first: a fusion taking an operand that is
+    # computed between its first and last layers (a residual Add's other branch)
+    place_last: bool = False
 
 
 class FuseContext:
@@ -53,6 +56,7 @@ class FuseContext:
     def __init__(self, graph: Graph, live: set[int], keep: set[Value]):
         self.graph = graph
         self.keep = keep
+        self.taken: set[int] = set()  # layers already covered by a fusion (find_fusions fills it)
         self.consumers: dict[Value, list[tuple[int, int]]] = {}
         for n in graph.nodes:
             if n.index in live:
@@ -479,13 +483,66 @@ def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     if y.dtype not in ("f32", "f64") or y.shape is None or len(y.shape) < 3:
         return None
     nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, 1)
+    residual = _residual_add(fc, nodes[-1]) if code < 0 else None
+    if residual is not None:  # a residual block's end: the sum and its activation in the same pass
+        nodes.append(residual[0])
+        act = _activation_after(fc, residual[0])
+        if act is not None:
+            user, code, p0, p1 = act
+            nodes.append(user)
     if len(nodes) == 1:
         return None
     ins = [fc.info(tuple(s)) for s in node.sources]
     conv = node.op.build(NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs)))
     consts = [fc.const(tuple(s)) for s in node.sources[1:]]
-    return Fusion(nodes, [tuple(node.sources[0])], _with_epilogue(conv, bias, code, p0, p1, consts),
-                  "+".join(n.op_type for n in nodes))
+    label = "+".join(n.op_type for n in nodes)
+    if residual is not None:
+        return Fusion(nodes, [tuple(node.sources[0]), residual[1]], _with_residual(conv, bias, code, p0, p1, consts),
+                      label, place_last=True)
+    return Fusion(nodes, [tuple(node.sources[0])], _with_epilogue(conv, bias, code, p0, p1, consts), label)
+
+
+def _residual_add(fc: FuseContext, node: Node) -> tuple[Node, Value] | None:
+    """`node`'s sole consumer an Add (not yet fused) of its output and another computed tensor of the
+    same shape and type: (that Add, the other operand)."""
+    hit = fc.sole_consumer(node, ("Add",))
+    if hit is None or hit[0].index in fc.taken or not _binary_numpy(hit[0]):
+        return None
+    add, i = hit
+    other = fc.other_operand(add, i)
+    y = node.outputs[0]
+    if other is None or fc.const(other) is not None or other[0] == node.index:
+        return None
+    info = fc.info(other)
+    if info.dtype != y.dtype or info.shape != y.shape or add.outputs[0].shape != y.shape:
+        return None
+    return add, other
+
+
+def _with_residual(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float, p1: float,
+                   consts: Sequence[np.ndarray]) -> Kernel:
+    """`kernel` (a convolution whose one output is a fresh array of its own) on the step's first operand,
+    then in place on its output: + bias, + the step's second operand (the residual), the activation --
+    one pass, planned once per output shape.  A residual of another shape at run time (a dynamic model
+    whose branches broadcast) takes the layers' own way: numpy's broadcasting Add between the two."""
+    from ..kernels.activation import bias_activation_plan, bias_residual_plan
+
+    plans: dict[tuple[int, ...], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {}
+
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        (out,) = kernel([xs[0], *consts])
+        res = xs[1]
+        if res.shape != out.shape or res.dtype != out.dtype:
+            out = bias_activation_plan(out.shape, out.dtype, bias, -1)(out) + res
+            return [bias_activation_plan(out.shape, out.dtype, None, code, p0, p1)(out)]
+        epilogue = plans.get(out.shape)
+        if epilogue is None:
+            epilogue = bias_residual_plan(out.shape, out.dtype, bias, code, p0, p1)
+            if len(plans) < 64:
+                plans[out.shape] = epilogue
+        return [epilogue(out, res)]
+
+    return run
 
 
 def norm_activation(fc: FuseContext, node: Node) -> Fusion | None:
@@ -721,7 +778,7 @@ def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Nod
     """{first covered node index: Fusion} for the live, unfolded layers in `order`; each layer is
     covered by at most one fusion."""
     fc = FuseContext(graph, live, keep)
-    taken: set[int] = set()
+    taken = fc.taken
     out: dict[int, Fusion] = {}
     for node in order:
         if node.index in taken:

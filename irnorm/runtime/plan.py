@@ -204,9 +204,11 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True) -> Plan:
     if fuse:
         for v in list(outputs) + [s for i in live for s in g.nodes[i].sources if s is not None]:
             read[v[0]] = max(read.get(v[0], 0), v[1] + 1)
+    # a fused step runs where its first layer did, or its last one (Fusion.place_last)
+    placed = {(f.nodes[-1].index if f.place_last else first): f for first, f in fusions.items()}
     steps: list[Step] = []
     for node in runs:
-        f = fusions.get(node.index)
+        f = placed.get(node.index)
         if f is not None:
             steps.append(Step(f.nodes[-1], f.kernel, list(f.args), [], list(f.nodes), f.label))
         elif node.index not in covered:
