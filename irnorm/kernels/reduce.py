@@ -24,14 +24,17 @@ _LANES = 8
 _STRIDED_BLOCK = 512
 
 
-@njit(nogil=True, cache=True)
-def _row(code, row):
-    n = row.shape[0]
+@njit(nogil=True, cache=True, inline="always")
+def _row(code, x, o):
+    """Row o of x [rows, n] reduced into a float64 accumulator.  Inlined into the row loops and indexed as
+    x[o, i], not through a view x[o]: a call and a view per row cost more than summing a squeeze-excite
+    row of 4 ([288, 4] 7.5 -> 2.6 us, [1000, 49] 46 -> 25 us, AVX2 EPYC)."""
+    n = x.shape[1]
     nb = n - n % _LANES
     if code == REDUCE_MAX:
-        m = np.float64(row[0])
+        m = np.float64(x[o, 0])
         for i in range(n):
-            v = np.float64(row[i])
+            v = np.float64(x[o, i])
             if v > m or v != v:
                 m = v
                 if v != v:
@@ -43,9 +46,9 @@ def _row(code, row):
     s = 0.0
     sq = code != REDUCE_SUM
     for i in range(0, nb, _LANES):
-        v0, v1, v2, v3 = np.float64(row[i]), np.float64(row[i + 1]), np.float64(row[i + 2]), np.float64(row[i + 3])
-        v4, v5, v6, v7 = (np.float64(row[i + 4]), np.float64(row[i + 5]), np.float64(row[i + 6]),
-                          np.float64(row[i + 7]))
+        v0, v1, v2, v3 = np.float64(x[o, i]), np.float64(x[o, i + 1]), np.float64(x[o, i + 2]), np.float64(x[o, i + 3])
+        v4, v5, v6, v7 = (np.float64(x[o, i + 4]), np.float64(x[o, i + 5]), np.float64(x[o, i + 6]),
+                          np.float64(x[o, i + 7]))
         if sq:
             v0, v1, v2, v3, v4, v5, v6, v7 = v0 * v0, v1 * v1, v2 * v2, v3 * v3, v4 * v4, v5 * v5, v6 * v6, v7 * v7
         a0 += v0
@@ -57,7 +60,7 @@ def _row(code, row):
         a6 += v6
         a7 += v7
     for i in range(nb, n):
-        v = np.float64(row[i])
+        v = np.float64(x[o, i])
         s += v * v if sq else v
     return s + a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
 
@@ -97,13 +100,13 @@ def _strided_task(code, x, out, task, nblk, block):
 def reduce_rows(code, x, out):
     """x: (outer, reduce) C-contiguous, reduce >= 1; out: float64 (outer,)."""
     for o in prange(x.shape[0]):
-        out[o] = _row(code, x[o])
+        out[o] = _row(code, x, o)
 
 
 @njit(nogil=True, cache=True)
 def reduce_rows_serial(code, x, out):
     for o in range(x.shape[0]):
-        out[o] = _row(code, x[o])
+        out[o] = _row(code, x, o)
 
 
 @njit(nogil=True, parallel=True, cache=True)
@@ -121,13 +124,13 @@ def reduce_strided_serial(code, x, out, block):
         _strided_task(code, x, out, task, nblk, block)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _rows_to(code, x, out, divisor, root):
     """out[o] = the row's float64 accumulator / divisor (then its square root when `root`), stored in
     out's type -- the same operations, in the same order, as reduce() followed by the op's division,
     square root and cast."""
     for o in range(x.shape[0]):
-        acc = _row(code, x[o]) / divisor
+        acc = _row(code, x, o) / divisor
         out[o] = np.sqrt(acc) if root else acc
 
 
