@@ -317,6 +317,9 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
         monkeypatch.setattr(conv, name, spy)
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
     monkeypatch.setattr(conv, "SMALL_COL", 0)  # the paths for convolutions that are not small
+    # the unfolds as they run without the banded path (test_banded_convolution): grouped and 3-D
+    # convolutions, single output rows, a BLAS other than the OpenBLAS irnorm drives
+    monkeypatch.setattr(conv.blas, "gemm_pointer", lambda dt: None)
     for parallel_min in (1 << 30, 1):
         monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
         taken.clear()
@@ -582,3 +585,53 @@ def test_direct_kernel_for_few_taps(monkeypatch, shape, k, cout, direct):
                           exp.shape[2:])
     assert (len(taken) == 1) == direct
     np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape, k, cout, strides, dil, pads, dtype", [
+    ((1, 32, 40, 37), (3, 3), 24, (1, 1), (1, 1), (1, 1), np.float32),   # a VGG / UNet layer
+    ((1, 3, 64, 64), (7, 7), 64, (2, 2), (1, 1), (3, 3), np.float32),    # ResNet's stem
+    ((2, 16, 23, 29), (3, 3), 40, (2, 1), (2, 2), (2, 0), np.float32),   # batch 2, mixed strides, dilation
+    ((1, 24, 30, 30), (5, 5), 36, (1, 1), (1, 1), (0, 4), np.float64),   # float64: dgemm
+    ((1, 16, 6, 600), (1, 5), 20, (1, 3), (1, 1), (0, 2), np.float32),  # 1-D filters on a few long rows
+])
+def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dtype):
+    """Dense 2-D convolutions too large for the one-call path and not direct run band by band of output
+    rows (unfold into an L2-sized buffer, one BLAS call per band into the output): the float64 reference's
+    values, the unfold + GEMM path's to rounding, and the same bits whatever the thread count.  (A single
+    output row, as 1-D data has, keeps the unfold + GEMM path: one band would leave a thread idle.)"""
+    import numba
+
+    from irnorm.kernels import blas, conv
+
+    if blas.gemm_pointer(np.dtype(dtype)) is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the banded path is not taken")
+    taken: list = []
+    orig = conv.banded_conv
+    monkeypatch.setattr(conv, "banded_conv", lambda *a: taken.append(a[-3]) or orig(*a))
+    rng = np.random.default_rng(sum(shape) + cout)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((cout, shape[1], *k)).astype(dtype)
+    pe = [max(0, p - 1) for p in pads]  # asymmetric: fewer zeros at the end
+    exp = R.convolution(x.astype(np.float64), w.astype(np.float64), list(strides), list(pads), pe, list(dil))
+    wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+
+    def forward() -> np.ndarray:
+        return np.array(conv.conv_forward(x, wp, k, strides, dil, pads, exp.shape[2:]), copy=True)
+
+    y = forward()
+    assert taken, "not the banded path"
+    assert y.dtype == dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(y, exp, rtol=tol, atol=tol * np.abs(exp).max())
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = forward()
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(one, y)
+    with monkeypatch.context() as mp:  # the unfold + GEMM path it replaces
+        mp.setattr(blas, "gemm_pointer", lambda dt: None)
+        before = len(taken)
+        np.testing.assert_allclose(forward(), y, rtol=tol, atol=tol * np.abs(exp).max())
+        assert len(taken) == before

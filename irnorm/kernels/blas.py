@@ -152,6 +152,13 @@ def leave() -> None:
             _set(_state["saved"])
 
 
+def gemm_pointer(dtype: np.dtype) -> Any:
+    """numpy's OpenBLAS cblas_sgemm / cblas_dgemm for `dtype` as a function pointer Numba kernels can
+    call (single-threaded while a model runs), or None when this process's BLAS is not driven."""
+    ctl = _controller()
+    return None if ctl is None else ctl.gemm.get(np.dtype(dtype))
+
+
 def may_widen(m: int, n: int, k: int, batch: int = 1) -> bool:
     """A product of [m, k] x [k, n] matrices (`batch` of them) is large and square enough for more
     threads (what widen() decides from the sizes alone)."""

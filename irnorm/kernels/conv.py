@@ -13,6 +13,11 @@ converted by the caller.
   already NCHW.  A 1x1 convolution with unit strides and no padding skips the unfold.  The unfold is
   done per block of images, or per block of output rows of one large image, so it stays within
   COL_BUDGET elements (a 224x224 VGG layer would otherwise unfold to hundreds of MB).
+* Larger dense 2-D convolutions (``banded_conv``): band by band of output rows, each band unfolded from
+  the zero-padded planes into a buffer that stays in L2 and multiplied by its own single-threaded
+  cblas_?gemm call (a function pointer to numpy's OpenBLAS, kernels/blas.py) writing straight into the
+  output, the bands shared out over Numba's threads; unfolding the whole input first (above) went through
+  memory at kh*kw times the input's size.  Used where numpy's BLAS is an OpenBLAS irnorm drives.
 * ``depthwise``: groups == C with one input channel per group: a direct parallel loop per (n, out
   channel) — a GEMM with K = k*k per channel is all overhead (benchmarks/conv_matmul.py).
 * ``conv_backprop``: ``col = W^T @ x`` (BLAS) then ``col2im`` scatter-adds each column into the
@@ -29,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import blas
+from .blas_blocks import NO_TRANS, ROW_MAJOR
 from .jit import c_array, entry, njit, prange
 from .planes import fill_padded
 from .pool import OUTPUTS, SCRATCH
@@ -527,6 +533,10 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             run_direct(xp, w, out.reshape(n, g * cpg, o3[1], o3[2]), c, hp, wp, kh, kw, dh, dw, band, tasks)
             return out
         return direct
+    gemm = blas.gemm_pointer(w.dtype) if g == 1 and w.dtype.kind == "f" else None
+    if (gemm is not None and kk[0] == 1 and o3[0] == 1 and s[0] == 1 and n * ck * p_out > SMALL_COL
+            and ck * o3[2] <= BAND_ELEMS and n * o3[1] > 1 and w.flags.c_contiguous):  # bands of rows that fit
+        return _banded_plan(gemm, x5_shape, w, out_shape, kk, s, d, pb, o3)
     if n * ck * p_out <= SMALL_COL:  # small: one serial unfold straight from the input, one product
         unfold_args = (kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], o3[1], o3[2], 0,
                        o3[0] * o3[1])
@@ -562,6 +572,32 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g, padding)
         return out
     return unfolded
+
+
+def _banded_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], kk, s, d, pb, o3
+                 ) -> Callable[[np.ndarray], np.ndarray]:
+    """forward_plan's banded path (banded_conv) for inputs of shape x5_shape [N, C, 1, H, W]."""
+    import numba
+
+    n, c = x5_shape[:2]
+    ck, oh, ow = w.shape[2], o3[1], o3[2]
+    kh, kw, sh, sw, dh, dw = kk[1], kk[2], s[1], s[2], d[1], d[2]
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    per_image = max(-(-oh // max(1, BAND_ELEMS // (ck * ow))), min(oh, -(-BAND_MIN_JOBS // n)))
+    band = -(-oh // per_image)  # equal bands
+    jobs = n * -(-oh // band)
+    w2 = w[0]
+    padded = padded_planes_plan(x5_shape, hp, wp, pb, 0)
+    one, zero = w.dtype.type(1), w.dtype.type(0)
+    out4 = (n, out_shape[1], oh, ow)
+
+    def banded(x: np.ndarray) -> np.ndarray:
+        out = OUTPUTS.empty(out_shape, x.dtype)
+        xp = padded(x)
+        tasks = max(1, min(jobs, numba.get_num_threads()))  # groups of bands: the bits do not depend on it
+        banded_conv(gemm, xp, w2, out.reshape(out4), c, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one, zero)
+        return out
+    return banded
 
 
 def _product_narrow(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
@@ -729,6 +765,54 @@ DIRECT_MIN_TAPS = 32
 # 38x38 a tie, and with 64 channels the GEMM won on small planes).
 DIRECT_MIN_TAPS_DENSE = 16
 DIRECT_FEW_TAPS_PIXELS = 4096
+
+
+# A dense stride-1 2-D convolution too large for the one-call small path and not taken by the direct kernel
+# runs band by band of output rows: each band unfolded (from the zero-padded planes) into a buffer of at most
+# BAND_ELEMS elements, which stays in the core's L2 cache, and multiplied by its own single-threaded BLAS
+# call (cblas_?gemm through a function pointer, writing straight into the output's rows), the bands shared
+# out over Numba's threads.  Unfolding the whole input first wrote kh*kw times the input to memory and read
+# it back (SSD-VGG's [1, 32, 75, 75] -> 32, 3x3: 6.6 MB), which cost more than the product.  The bands
+# depend on the sizes alone, so the bits do not depend on the thread count.
+# An image gets at least BAND_MIN_JOBS / N bands (where it has the rows), so two threads get equal shares.
+BAND_ELEMS = 1 << 17
+BAND_MIN_JOBS = 4
+
+
+@njit(nogil=True, parallel=True, cache=True, error_model="numpy")
+def banded_conv(gemm, xp, w, out, c_in, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one, zero):  # pragma: no cover
+    """out [N, Cout, oh, ow] (C-contiguous) = w [Cout, C_in * kh * kw] (C-contiguous) @ unfold(xp), xp
+    the zero-padded input planes (flat [N * C_in planes of hp x wp]); output rows in bands of `band`,
+    `tasks` groups of bands over the threads, each with its own unfold buffer."""
+    n_count, cout, oh, ow = out.shape
+    ck = w.shape[1]
+    per_image = (oh + band - 1) // band
+    jobs = n_count * per_image
+    item = out.itemsize
+    plane = oh * ow
+    for t in prange(tasks):
+        col = np.empty(ck * band * ow, out.dtype)
+        for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
+            n = j // per_image
+            oy0 = (j - n * per_image) * band
+            oy1 = min(oh, oy0 + band)
+            cols = (oy1 - oy0) * ow
+            for ci in range(c_in):
+                base = (n * c_in + ci) * hp * wp
+                for ky in range(kh):
+                    for kx in range(kw):
+                        d0 = ((ci * kh + ky) * kw + kx) * cols
+                        for oy in range(oy0, oy1):
+                            src = base + (oy * sh + ky * dh) * wp + kx * dw
+                            if sw == 1:  # contiguous: the copy vectorizes
+                                for ox in range(ow):
+                                    col[np.uintp(d0 + ox)] = xp[np.uintp(src + ox)]
+                            else:
+                                for ox in range(ow):
+                                    col[np.uintp(d0 + ox)] = xp[np.uintp(src + ox * sw)]
+                            d0 += ow
+            gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, cout, cols, ck, one, w.ctypes.data, ck, col.ctypes.data, cols, zero,
+                 out.ctypes.data + (n * cout * plane + oy0 * ow) * item, plane)
 
 
 def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:
