@@ -273,7 +273,9 @@ class Convolution(_ForwardBase):
     version = 1
     opsets = (1, None)
     doc = ("data [N, C_in, spatial...] (1-D to 3-D), filter [C_out, C_in, k...]; strides, dilations, explicit "
-           "pads or auto_pad valid/same_upper/same_lower; im2col (Numba, parallel) + one batched BLAS GEMM.")
+           "pads or auto_pad valid/same_upper/same_lower; im2col (Numba, parallel) + one batched BLAS GEMM; "
+           "larger 2-D ones band by band of output rows (an L2-sized unfold and one BLAS call per band, bands "
+           "over the threads), few output channels by a direct kernel.")
 
     def _channels(self, x, w):
         if x[1] != -1 and w[1] != -1 and x[1] != w[1]:
