@@ -635,3 +635,72 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
         before = len(taken)
         np.testing.assert_allclose(forward(), y, rtol=tol, atol=tol * np.abs(exp).max())
         assert len(taken) == before
+
+
+@pytest.mark.parametrize("shape, k, cout, strides, pads, dtype", [
+    ((1, 16, 6, 6), (1, 1), 24, (1, 1), (0, 0), np.float32),   # 1x1: the input is its own columns
+    ((2, 8, 5, 7), (1, 1), 4, (1, 1), (0, 0), np.float64),
+    ((1, 32, 4, 4), (3, 3), 40, (1, 1), (1, 1), np.float32),  # narrow rows: the index-table gather
+    ((2, 12, 3, 3), (3, 3), 20, (2, 2), (1, 1), np.float32),  # a 2x2 output per image, two images
+    ((1, 24, 2, 2), (3, 3), 32, (2, 2), (1, 1), np.float32),  # one output pixel: a [32, 216] x [216, 1] product
+    ((1, 20, 10, 12), (3, 3), 24, (1, 1), (1, 1), np.float64),  # wider rows: the bounded unfold
+    ((1, 6, 9, 15), (3, 5), 17, (2, 1), (1, 2), np.float32),
+])
+@pytest.mark.parametrize("case", ["plain", "bias_relu", "residual_swish", "bias_residual"])
+def test_one_call_convolution(monkeypatch, shape, k, cout, strides, pads, dtype, case):
+    """A dense convolution whose product is one single-threaded GEMM below PARALLEL_MIN outputs runs as one
+    Numba call (unfold, cblas_?gemm per image, the fused step's epilogue): the float64 reference's values,
+    the bits of its product followed by the epilogue kernels as passes of their own (what the unfused
+    layers do), the separate calls it replaces (np.matmul) to rounding -- and for a residual that
+    broadcasts at run time, the layers' way."""
+    from irnorm.kernels import activation, blas, conv
+
+    if blas.gemm_pointer(np.dtype(dtype)) is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the one-call path is not taken")
+    rng = np.random.default_rng(sum(shape) + cout + len(case))
+    x = rng.standard_normal(shape).astype(dtype)
+    if shape[2] * shape[3] > 4:  # (where NaN would not cover every output)
+        x.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
+    w = (rng.standard_normal((cout, shape[1], *k)) / 8).astype(dtype)
+    pe = [max(0, p - 1) for p in pads]
+    ref = R.convolution(x.astype(np.float64), w.astype(np.float64), list(strides), list(pads), pe, [1, 1])
+    out_sp = ref.shape[2:]
+    wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+    bias = rng.standard_normal(cout).astype(dtype) if "bias" in case else None
+    code = {"plain": -1, "bias_relu": activation.RELU, "residual_swish": activation.SWISH, "bias_residual": -1}[case]
+    residual = "residual" in case
+    epilogue = None if case == "plain" else conv.Epilogue(bias, code, 1.25, 0.0, residual)
+    res = rng.standard_normal(ref.shape).astype(dtype) if residual else None
+
+    def run(plan) -> np.ndarray:
+        return np.array(plan(x, res) if residual else plan(x), copy=True)
+
+    plan = conv.forward_plan(x.shape, wp, k, strides, (1, 1), pads, out_sp, epilogue)
+    assert getattr(plan, "fused", False), "not the one-call path"
+    got = run(plan)
+    assert got.dtype == dtype and got.shape == ref.shape
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    if epilogue is not None:  # the same product, then the epilogue as a pass of its own: the same bits
+        bare = conv.forward_plan(x.shape, wp, k, strides, (1, 1), pads, out_sp)
+        assert getattr(bare, "fused", False)
+        np.testing.assert_array_equal(got, run(conv.with_epilogue(bare, epilogue)))
+    with monkeypatch.context() as mp:  # the separate calls it replaces (np.matmul): the same to rounding
+        mp.setattr(conv, "ONE_CALL_MAX", 0)
+        two_pass = conv.forward_plan(x.shape, wp, k, strides, (1, 1), pads, out_sp, epilogue)
+        assert not getattr(two_pass, "fused", False)
+        np.testing.assert_allclose(got, run(two_pass), rtol=tol, atol=tol * np.nanmax(np.abs(got[np.isfinite(got)])))
+    want = ref if bias is None else ref + bias.astype(np.float64)[:, None, None]
+    if residual:
+        want = want + res
+    if code >= 0:
+        want = activation.unary(code, want.astype(dtype), 1.25, 0.0).astype(np.float64)
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=tol, atol=tol * max(1.0, np.abs(want[finite]).max()))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    if residual:  # a residual of another shape at run time: the layers' broadcasting Add
+        wide = rng.standard_normal(ref.shape[:-1] + (1,)).astype(dtype)
+        unfused = run(conv.forward_plan(x.shape, wp, k, strides, (1, 1), pads, out_sp))
+        b = 0 if bias is None else bias[:, None, None]
+        s = (unfused + b) + wide
+        expect = activation.unary(code, s, 1.25, 0.0) if code >= 0 else s
+        np.testing.assert_array_equal(plan(x, wide), expect)

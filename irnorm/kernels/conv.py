@@ -29,11 +29,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from math import prod
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import blas
+from . import PARALLEL_MIN, blas
+from .activation import (
+    _K32,
+    _K64,
+    _bias_act_rows,
+    _bias_act_short_rows,
+    _bias_residual_rows,
+    bias_activation_plan,
+    bias_residual_plan,
+)
 from .blas_blocks import NO_TRANS, ROW_MAJOR
 from .jit import c_array, entry, njit, prange
 from .planes import fill_padded
@@ -477,12 +486,55 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
     return forward_plan(x.shape, w, k_spatial, strides, dilations, pads_begin, out_spatial)(x)
 
 
-def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial
-                 ) -> Callable[[np.ndarray], np.ndarray]:
+class Epilogue(NamedTuple):
+    """What a fused convolution step does in place on the product, in the layers' order: + bias[channel]
+    (None: nothing), + the step's residual operand (a tensor of the output's shape) when `residual`, then
+    activation `code` of kernels/activation.py (-1: none) with parameters p0, p1."""
+    bias: np.ndarray | None
+    code: int
+    p0: float
+    p1: float
+    residual: bool
+
+
+def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial,
+                 epilogue: Epilogue | None = None) -> Callable[..., np.ndarray]:
     """conv_forward for inputs of shape `x_shape` (and w's dtype) with every choice made once: which
     path, the reshapes, the unfold's arguments, whether the product may get more BLAS threads.  A
     caller with constant weights keeps the plan per input shape; a run then costs the allocation, the
-    unfold and the product."""
+    unfold and the product.  With an `epilogue` the plan is ``plan(x, residual)`` (residual None unless
+    epilogue.residual) and returns the product with the epilogue applied."""
+    plan = _forward_plan(x_shape, w, k_spatial, strides, dilations, pads_begin, out_spatial, epilogue)
+    if epilogue is None or getattr(plan, "fused", False):
+        return plan
+    return with_epilogue(plan, epilogue)
+
+
+def with_epilogue(plan: Callable[[np.ndarray], np.ndarray], epilogue: Epilogue) -> Callable[..., np.ndarray]:
+    """`plan` (whose output is a fresh array of its own) followed by `epilogue` in place on its output, as
+    a pass of its own planned once per output shape.  A residual of another shape or type at run time (a
+    dynamic model whose branches broadcast) takes the layers' own way: numpy's broadcasting Add."""
+    bias, code, p0, p1, residual = epilogue
+    plans: dict[tuple, Callable[..., np.ndarray]] = {}
+
+    def run(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        out = plan(x)
+        if residual and (res.shape != out.shape or res.dtype != out.dtype):
+            out = bias_activation_plan(out.shape, out.dtype, bias, -1)(out) + res
+            return bias_activation_plan(out.shape, out.dtype, None, code, p0, p1)(out)
+        key = (out.shape, out.dtype)
+        after = plans.get(key)
+        if after is None:
+            after = (bias_residual_plan(out.shape, out.dtype, bias, code, p0, p1) if residual
+                     else bias_activation_plan(out.shape, out.dtype, bias, code, p0, p1))
+            if len(plans) < 64:
+                plans[key] = after
+        return after(out, res) if residual else after(out)
+    return run
+
+
+def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial,
+                  epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     n, c = x_shape[:2]
     g, cpg = w.shape[0], w.shape[1]
     out_shape = (n, g * cpg) + tuple(out_spatial)
@@ -503,7 +555,12 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
             out[...] = 0  # no input channels: sums over nothing
             return out
         return degenerate
+    one_call = (g == 1 and product is _product_narrow and prod(out_shape) < ONE_CALL_MAX and w.flags.c_contiguous
+                and w.dtype.kind == "f")
+    one_gemm = blas.gemm_pointer(w.dtype) if one_call else None
     if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5_shape[2:]:
+        if one_gemm is not None:
+            return _gemm_epilogue_plan(one_gemm, x5_shape, w, out_shape, 0, None, (0,) * 16, epilogue)
         cols_shape = (n, g, ck // g, p_out)
 
         def pointwise(x: np.ndarray) -> np.ndarray:  # 1x1: no unfold
@@ -541,6 +598,11 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
         unfold_args = (kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], o3[1], o3[2], 0,
                        o3[0] * o3[1])
         col_shape, cols_shape = (n, ck, p_out), (n, g, ck // g, p_out)
+        if one_gemm is not None:
+            gathered = o3[2] <= GATHER_MAX_WIDTH
+            index = unfold_index(x5_shape, kk, s, d, pb, o3) if gathered else None
+            return _gemm_epilogue_plan(one_gemm, x5_shape, w, out_shape, 1 if gathered else 2, index, unfold_args,
+                                       epilogue)
         if o3[2] <= GATHER_MAX_WIDTH:
             index = unfold_index(x5_shape, kk, s, d, pb, o3)  # kept with the plan: one per input shape
             gather = entry(gather_unfold, c_array(1, w.dtype), index, c_array(1, w.dtype))
@@ -598,6 +660,89 @@ def _banded_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape:
         banded_conv(gemm, xp, w2, out.reshape(out4), c, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one, zero)
         return out
     return banded
+
+
+# A dense convolution whose product is one single-threaded GEMM and whose output is below PARALLEL_MIN (a
+# 1x1 convolution, or the small path's unfold) runs as one Numba call: the unfold (an index-table gather on
+# narrow rows, else the bounded unfold), one cblas_?gemm per image writing the output, and the fused step's
+# epilogue (bias, residual, activation) on the product while it is in cache.  As separate calls -- the
+# output's and the buffer's allocation, the unfold, np.matmul, the epilogue -- each cost 1-3 us of Python
+# around 5-10 us of arithmetic (a ResNet-18's [1, 64, 2, 2] 3x3 convolution with its residual: ~40 us).
+ONE_CALL_MAX = PARALLEL_MIN  # output elements (above it the epilogue is a parallel pass of its own)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def gemm_epilogue(gemm, x, mode, index, unfold_args, w, out, res, bias, code, p0, p1, k, one,
+                  zero):  # pragma: no cover
+    """out [N, Cout, P] = w [Cout, CK] @ the columns of each image of x [N, C, D, H, W], then in place
+    + bias[channel] (when bias is not empty), + res [N * Cout, P] (when res has rows), then activation
+    `code` (none when negative) -- the operations of the Add / Add / activation layers, in their order.
+    mode 0: x is its own columns (a 1x1 convolution); 1: gathered by `index` (unfold_index); 2: the
+    bounded unfold with `unfold_args` (im2col_bounded_serial's)."""
+    n_count, cout, p = out.shape
+    ck = w.shape[1]
+    item = out.itemsize
+    if mode == 0:
+        src = x.reshape(-1)
+    else:
+        src = np.empty(n_count * ck * p, out.dtype)
+        if mode == 1:
+            xf = x.reshape(-1)
+            for i in range(index.shape[0]):
+                j = index[i]
+                v = xf[j if j >= 0 else 0]
+                src[i] = v if j >= 0 else zero
+        else:
+            a = unfold_args
+            im2col_bounded_serial(x, src.reshape((n_count, ck, p)), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                  a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15])
+    for b in range(n_count):
+        gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, cout, p, ck, one, w.ctypes.data, ck, src.ctypes.data + b * ck * p * item,
+             p, zero, out.ctypes.data + b * cout * p * item, p)
+    rows = out.reshape((n_count * cout, p))
+    if res.shape[0] > 0:
+        _bias_residual_rows(code, rows, res, bias, cout, 0, n_count * cout, p0, p1, k)
+    elif bias.shape[0] > 0 or code >= 0:
+        if p < 256:
+            _bias_act_short_rows(code, rows, bias, cout, False, 0, n_count * cout, p0, p1, k)
+        else:
+            _bias_act_rows(code, rows, bias, cout, 0, n_count * cout, p0, p1, k)
+
+
+def _gemm_epilogue_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], mode: int,
+                        index: np.ndarray | None, unfold_args: tuple[int, ...], epilogue: Epilogue | None
+                        ) -> Callable[..., np.ndarray]:
+    """forward_plan's one-call path (gemm_epilogue) for inputs of shape x5_shape [N, C, D, H, W]."""
+    dtype = w.dtype
+    n, cout = out_shape[0], out_shape[1]
+    p = prod(out_shape[2:])
+    w2 = w[0]
+    idx = index if index is not None else np.zeros(0, np.int32)
+    ua = tuple(int(a) for a in unfold_args)
+    bias, code, p0, p1, residual = epilogue if epilogue is not None else (None, -1, 0.0, 0.0, False)
+    b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype)
+    ftype, k = dtype.type, (_K64 if dtype == np.float64 else _K32)
+    a0, a1, one, zero = ftype(p0), ftype(p1), ftype(1), ftype(0)
+    rows_shape = (n * cout, p)
+    no_res = np.zeros((0, max(1, p)), dtype)
+    run = entry(gemm_epilogue, gemm, c_array(5, dtype), mode, idx, ua, w2, c_array(3, dtype), c_array(2, dtype), b,
+                code, a0, a1, k, one, zero)
+    out3 = (n, cout, p)
+
+    def fused(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        if residual and (res.shape != out_shape or res.dtype != dtype):
+            return with_epilogue(_gemm_epilogue_plan(gemm, x5_shape, w, out_shape, mode, index, unfold_args, None),
+                                 epilogue)(x, res)
+        if res is not None and residual:
+            r = (res if res.flags.c_contiguous else np.ascontiguousarray(res)).reshape(rows_shape)
+        else:
+            r = no_res
+        out = OUTPUTS.empty(out_shape, dtype)
+        run(gemm, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, b, code, a0, a1, k, one, zero)
+        return out
+    fused.fused = True  # type: ignore[attr-defined]
+    return fused
 
 
 def _product_narrow(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:

@@ -30,6 +30,8 @@ as the reference's integer arithmetic does.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..ir.attrs import Attr, AttrSchema, enum, optional, parse_int_list
@@ -203,7 +205,10 @@ class _ForwardBase(Op):
         out, _ = forward_geometry(x[2:], w[-rank:], a, ctx.attrs["auto_pad"])
         return [TensorInfo((x[0], cout) + tuple(out), t)]
 
-    def build(self, ctx: NodeContext):
+    def build(self, ctx: NodeContext, epilogue: Any = None):
+        """The kernel on [data, filter].  With an `epilogue` (kernels.conv.Epilogue; constant filters, f32/f64
+        data), the kernel of a fused step on [data, filter] (+ [residual]) that applies it to the product
+        (the runtime's conv_bias_activation rule): in the same call as the product where the path allows."""
         from ..kernels import conv  # lazy: validate never imports numba
 
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
@@ -235,7 +240,7 @@ class _ForwardBase(Op):
 
         @_runtime(ctx)
         def run(ins):
-            x, w = ins
+            x, w = ins[0], ins[1]
             key = (x.shape, w.shape)
             geom = memo.get(key)
             if geom is None:
@@ -247,14 +252,17 @@ class _ForwardBase(Op):
                 if ready is None:
                     plan = None
                 elif ready[0] == "gemm":
-                    plan = conv.forward_plan(x.shape, ready[1], tuple(ready[2]), *geom)
+                    plan = conv.forward_plan(x.shape, ready[1], tuple(ready[2]), *geom, epilogue)
                 else:
                     plan = conv.depthwise_plan(x.shape, ready[1], *geom, w_inner)
+                    plan = plan if epilogue is None else conv.with_epilogue(plan, epilogue)
                 geom += (plan,)
                 if len(memo) < 64:
                     memo[key] = geom
             strides, dilations, begin, out_sp, plan = geom
             xc = x.astype(work, copy=False)
+            if epilogue is not None:  # constant filters, work dtype == dtype (the rule's conditions)
+                return [plan(xc, ins[2] if epilogue.residual else None)]
             if plan is not None:
                 return [_to_output(plan(xc), dtype)]
             kind, wp, k = ready if ready is not None else prepare(w)

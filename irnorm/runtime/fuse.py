@@ -493,13 +493,30 @@ def conv_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     if len(nodes) == 1:
         return None
     ins = [fc.info(tuple(s)) for s in node.sources]
-    conv = node.op.build(NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs)))
+    ctx = NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs))
     consts = [fc.const(tuple(s)) for s in node.sources[1:]]
     label = "+".join(n.op_type for n in nodes)
+    if node.op_type in _EPILOGUE_IN_PLAN:  # the convolution's own plan applies it (in its call where it can)
+        from ..kernels.conv import Epilogue
+
+        inner = node.op.build(ctx, Epilogue(bias, code, p0, p1, residual is not None))
+        operands = [tuple(node.sources[0])] + ([residual[1]] if residual is not None else [])
+        return Fusion(nodes, operands, _filter_between(inner, consts), label, place_last=residual is not None)
+    conv = node.op.build(ctx)
     if residual is not None:
         return Fusion(nodes, [tuple(node.sources[0]), residual[1]], _with_residual(conv, bias, code, p0, p1, consts),
                       label, place_last=True)
     return Fusion(nodes, [tuple(node.sources[0])], _with_epilogue(conv, bias, code, p0, p1, consts), label)
+
+
+_EPILOGUE_IN_PLAN = ("Convolution", "GroupConvolution")
+
+
+def _filter_between(kernel: Kernel, consts: Sequence[np.ndarray]) -> Kernel:
+    """`kernel` on [data, *consts, *rest] as a step's kernel on [data, *rest]."""
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return kernel([xs[0], *consts, *xs[1:]])
+    return run
 
 
 def _residual_add(fc: FuseContext, node: Node) -> tuple[Node, Value] | None:
@@ -652,9 +669,10 @@ def squeeze_excite(fc: FuseContext, node: Node) -> Fusion | None:
         code2 = CODES["sigmoid"]
     axes = fc.const(tuple(node.sources[1]))
     x_first = mul.sources[0] is not None and tuple(mul.sources[0]) == x_src
-    from ..kernels.activation import bias_activation_plan
+    from ..kernels.conv import Epilogue, forward_plan
 
-    plans: dict[tuple, tuple] = {}  # (x's shape, dtype) -> the epilogues and shapes at that shape
+    plans: dict[tuple, tuple] = {}  # (x's shape, dtype) -> the two convolutions' plans at that shape
+    one, zero = (1,) * (rank - 2), (0,) * (rank - 2)
 
     def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
         xv = ins[0]
@@ -662,20 +680,14 @@ def squeeze_excite(fc: FuseContext, node: Node) -> Fusion | None:
         plan = plans.get(key)
         if plan is None:
             n = xv.shape[0]
-            plan = (bias_activation_plan((n, w1.shape[1], 1), xv.dtype, b1, code1, q0, q1),
-                    bias_activation_plan((n, channels, 1), xv.dtype, b2, code2, r0, r1),
-                    (n, 1, channels, 1), (n, 1, w1.shape[1], 1), (n, w1.shape[1], 1), (n, 1, channels, 1),
-                    (n, channels) + (1,) * (rank - 2))
+            plan = (forward_plan((n, channels, *one), w1, one, one, one, zero, one, Epilogue(b1, code1, q0, q1, False)),
+                    forward_plan((n, w1.shape[1], *one), w2, one, one, one, zero, one,
+                                 Epilogue(b2, code2, r0, r1, False)))
             if len(plans) < 16:
                 plans[key] = plan
-        epi1, epi2, cols1, res1, mid, res2, gate_shape = plan
+        conv1, conv2 = plan
         (m,) = mean([xv, axes])
-        h = np.empty(res1, xv.dtype)
-        np.matmul(w1, m.reshape(cols1), out=h)  # the 1x1 convolutions' product, as their plan makes it
-        h = epi1(h.reshape(mid))
-        g = np.empty(res2, xv.dtype)
-        np.matmul(w2, h.reshape(res1[0], 1, res1[2], 1), out=g)
-        g = epi2(g.reshape(res2[0], channels, 1)).reshape(gate_shape)
+        g = conv2(conv1(m))  # the 1x1 convolutions with their epilogues, as their own steps' plans run them
         return multiply([xv, g] if x_first else [g, xv])
 
     covered = [node, *nodes1, *nodes2, *([gate] if gate is not None else []), mul]
