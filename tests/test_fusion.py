@@ -581,9 +581,15 @@ op5 = pytest.importorskip("openvino.opset5")
     (np.float32, (2, 6, 11), False, "swish", "sigmoid", True, False),  # 1-D data
     (np.float32, (2, 32, 40, 40), False, "swish", "sigmoid", True, False),  # the Multiply on the pool
 ])
-def test_squeeze_excite_is_one_step(tmp_path, dtype, shape, dynamic, inner, gate, bias1, gate_first):
-    """A squeeze-and-excitation block runs as one step, the layers' own kernels back to back: bit-identical
-    to the unfused graph (NaN, infinities, over changing shapes when dynamic), and OpenVINO's."""
+def test_squeeze_excite_is_one_step(tmp_path, monkeypatch, dtype, shape, dynamic, inner, gate, bias1, gate_first):
+    """A squeeze-and-excitation block runs as one step -- one Numba call (kernels/conv.py's squeeze_excite)
+    below ONE_CALL_MAX elements, the layers' own kernels back to back above: bit-identical to the unfused
+    graph (NaN, infinities, over changing shapes when dynamic), and OpenVINO's."""
+    from irnorm.kernels import blas, conv
+
+    calls: list = []
+    orig = conv.squeeze_excite
+    monkeypatch.setattr(conv, "squeeze_excite", lambda *a: calls.append(a[2].shape) or orig(*a))
     rng = np.random.default_rng(shape[1] + len(shape))
     xml = save(_squeeze_excite(rng, dtype, shape, dynamic, inner, gate, bias1, gate_first), tmp_path, "se")
     fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
@@ -597,6 +603,8 @@ def test_squeeze_excite_is_one_step(tmp_path, dtype, shape, dynamic, inner, gate
         feeds.append(rng.standard_normal((shape[0] + 1, shape[1], *(d + 2 for d in shape[2:]))).astype(dtype))
     for feed in feeds:
         np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if blas.gemm_pointer(np.dtype(dtype)) is not None:  # which way it ran
+        assert bool(calls) == (np.prod(shape) < conv.ONE_CALL_MAX), calls
     if dtype == np.float32:
         compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
 

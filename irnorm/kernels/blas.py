@@ -159,6 +159,19 @@ def gemm_pointer(dtype: np.dtype) -> Any:
     return None if ctl is None else ctl.gemm.get(np.dtype(dtype))
 
 
+def gemm_address(dtype: np.dtype) -> tuple[int, np.integer] | None:
+    """cblas_sgemm / cblas_dgemm for `dtype` as (its address, a zero of the library's integer type) for
+    blas_blocks.call_gemm, or None when this process's BLAS is not driven."""
+    fn = gemm_pointer(dtype)
+    return None if fn is None else _address(fn)
+
+
+def _address(fn: Any) -> tuple[int, np.integer]:
+    import ctypes
+
+    return ctypes.cast(fn, ctypes.c_void_p).value, (np.int64(0) if ctypes.sizeof(fn.argtypes[3]) == 8 else np.int32(0))
+
+
 def may_widen(m: int, n: int, k: int, batch: int = 1) -> bool:
     """A product of [m, k] x [k, n] matrices (`batch` of them) is large and square enough for more
     threads (what widen() decides from the sizes alone)."""
@@ -236,7 +249,8 @@ def _blocks_on_numba(gemm: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray,
 
     starts, ends = block_bounds(blocks)
     one = out.dtype.type(1.0)
-    blocked_gemm(gemm, a3, b3, o3, starts, ends, one, one - one)
+    gemm_at, blas_int = _address(gemm)
+    blocked_gemm(gemm_at, blas_int, a3, b3, o3, starts, ends, one, one - one)
     return True
 
 

@@ -43,10 +43,12 @@ from .activation import (
     bias_activation_plan,
     bias_residual_plan,
 )
-from .blas_blocks import NO_TRANS, ROW_MAJOR
+from .blas_blocks import NO_TRANS, ROW_MAJOR, call_gemm
 from .jit import c_array, entry, njit, prange
+from .opcodes import REDUCE_SUM
 from .planes import fill_padded
 from .pool import OUTPUTS, SCRATCH
+from .reduce import _rows_to
 
 # Unfolded-buffer budget (elements) per block of images or, for a large image, of output rows.
 COL_BUDGET = 1 << 22
@@ -652,12 +654,14 @@ def _banded_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape:
     padded = padded_planes_plan(x5_shape, hp, wp, pb, 0)
     one, zero = w.dtype.type(1), w.dtype.type(0)
     out4 = (n, out_shape[1], oh, ow)
+    gemm_at, blas_int = blas.gemm_address(w.dtype)
 
     def banded(x: np.ndarray) -> np.ndarray:
         out = OUTPUTS.empty(out_shape, x.dtype)
         xp = padded(x)
         tasks = max(1, min(jobs, numba.get_num_threads()))  # groups of bands: the bits do not depend on it
-        banded_conv(gemm, xp, w2, out.reshape(out4), c, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one, zero)
+        banded_conv(gemm_at, blas_int, xp, w2, out.reshape(out4), c, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one,
+                    zero)
         return out
     return banded
 
@@ -672,7 +676,7 @@ ONE_CALL_MAX = PARALLEL_MIN  # output elements (above it the epilogue is a paral
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def gemm_epilogue(gemm, x, mode, index, unfold_args, w, out, res, bias, code, p0, p1, k, one,
+def gemm_epilogue(gemm_at, blas_int, x, mode, index, unfold_args, w, out, res, bias, code, p0, p1, k, one,
                   zero):  # pragma: no cover
     """out [N, Cout, P] = w [Cout, CK] @ the columns of each image of x [N, C, D, H, W], then in place
     + bias[channel] (when bias is not empty), + res [N * Cout, P] (when res has rows), then activation
@@ -697,8 +701,8 @@ def gemm_epilogue(gemm, x, mode, index, unfold_args, w, out, res, bias, code, p0
             im2col_bounded_serial(x, src.reshape((n_count, ck, p)), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
                                   a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15])
     for b in range(n_count):
-        gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, cout, p, ck, one, w.ctypes.data, ck, src.ctypes.data + b * ck * p * item,
-             p, zero, out.ctypes.data + b * cout * p * item, p)
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, cout, p, ck, one, w.ctypes.data, ck,
+                  src.ctypes.data + b * ck * p * item, p, zero, out.ctypes.data + b * cout * p * item, p)
     rows = out.reshape((n_count * cout, p))
     if res.shape[0] > 0:
         _bias_residual_rows(code, rows, res, bias, cout, 0, n_count * cout, p0, p1, k)
@@ -725,8 +729,9 @@ def _gemm_epilogue_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out
     a0, a1, one, zero = ftype(p0), ftype(p1), ftype(1), ftype(0)
     rows_shape = (n * cout, p)
     no_res = np.zeros((0, max(1, p)), dtype)
-    run = entry(gemm_epilogue, gemm, c_array(5, dtype), mode, idx, ua, w2, c_array(3, dtype), c_array(2, dtype), b,
-                code, a0, a1, k, one, zero)
+    gemm_at, blas_int = blas.gemm_address(dtype)
+    run = entry(gemm_epilogue, gemm_at, blas_int, c_array(5, dtype), mode, idx, ua, w2, c_array(3, dtype),
+                c_array(2, dtype), b, code, a0, a1, k, one, zero)
     out3 = (n, cout, p)
 
     def fused(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
@@ -739,10 +744,79 @@ def _gemm_epilogue_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out
         else:
             r = no_res
         out = OUTPUTS.empty(out_shape, dtype)
-        run(gemm, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, b, code, a0, a1, k, one, zero)
+        run(gemm_at, blas_int, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, b, code, a0, a1, k, one,
+            zero)
         return out
     fused.fused = True  # type: ignore[attr-defined]
     return fused
+
+
+# A squeeze-and-excitation block on a tensor below ONE_CALL_MAX elements (every one in EfficientNet-B0,
+# MobileNetV3 and RegNetY at their export sizes) runs as one Numba call: the ReduceMean's row sums, the two
+# 1x1 products as gemm_epilogue makes them with their epilogues, and the channel-scale Multiply.  As four
+# calls (the ReduceMean kernel, two convolution plans, numpy's broadcasting Multiply) the block cost ~21 us
+# on [1, 288, 2, 2], nearly all of it the calls around ~1 us of arithmetic.
+@njit(nogil=True, cache=True, error_model="numpy")
+def squeeze_excite(gemm_at, blas_int, x, out, divisor, w1, b1, code1, q0, q1, w2, b2, code2, r0, r1, k, one,
+                   zero):  # pragma: no cover
+    """out [N, C, S] = x [N, C, S] * gate[n, c], gate = act2(w2 @ act1(w1 @ mean_S(x) + b1) + b2): the
+    operations of ReduceMean (kernels/reduce.py's rows), the two 1x1 convolutions' one-call path (one
+    cblas_?gemm per image, then the bias / activation epilogue) and Multiply, in their order."""
+    n, c, s = x.shape
+    mid = w1.shape[0]
+    item = x.itemsize
+    means = np.empty(n * c, x.dtype)
+    _rows_to(REDUCE_SUM, x.reshape((n * c, s)), means, divisor, False)
+    h = np.empty((n * mid, 1), x.dtype)
+    gate = np.empty((n * c, 1), x.dtype)
+    for b in range(n):
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, mid, 1, c, one, w1.ctypes.data, c,
+                  means.ctypes.data + b * c * item, 1, zero, h.ctypes.data + b * mid * item, 1)
+    if b1.shape[0] > 0 or code1 >= 0:
+        _bias_act_short_rows(code1, h, b1, mid, False, 0, n * mid, q0, q1, k)
+    for b in range(n):
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, c, 1, mid, one, w2.ctypes.data, mid,
+                  h.ctypes.data + b * mid * item, 1, zero, gate.ctypes.data + b * c * item, 1)
+    if b2.shape[0] > 0 or code2 >= 0:
+        _bias_act_short_rows(code2, gate, b2, c, False, 0, n * c, r0, r1, k)
+    xr = x.reshape((n * c, s))
+    outr = out.reshape((n * c, s))
+    for r in range(n * c):
+        gv = gate[r, 0]
+        for i in range(s):
+            outr[r, i] = xr[r, i] * gv
+
+
+def squeeze_excite_plan(shape: tuple[int, ...], dtype: np.dtype, w1: np.ndarray, first: Epilogue, w2: np.ndarray,
+                        second: Epilogue) -> Callable[[np.ndarray], np.ndarray] | None:
+    """squeeze_excite for inputs of this shape [N, C, *spatial] and f32/f64 dtype, the 1x1 convolutions'
+    prepared weights w1 [1, mid, C] and w2 [1, C, mid] (x's dtype) with their epilogues (no residual); None
+    where the block's layers would not take the one-call paths (no driven BLAS, too large)."""
+    dtype = np.dtype(dtype)
+    n, c, mid = shape[0], shape[1], w1.shape[1]
+    size = prod(shape)
+    address = blas.gemm_address(dtype) if dtype in (np.float32, np.float64) else None
+    if (address is None or size == 0 or size >= ONE_CALL_MAX or n * max(c, mid) >= ONE_CALL_MAX
+            or w1.dtype != dtype or w2.dtype != dtype or w1.shape != (1, mid, c) or w2.shape != (1, c, mid)):
+        return None
+    gemm_at, blas_int = address
+    x3 = (n, c, size // (n * c))
+    divisor = float(x3[2])
+    ftype, k = dtype.type, (_K64 if dtype == np.float64 else _K32)
+    one, zero = ftype(1), ftype(0)
+    a1, a2 = np.ascontiguousarray(w1[0]), np.ascontiguousarray(w2[0])
+    b1 = np.zeros(0, dtype) if first.bias is None else np.ascontiguousarray(first.bias, dtype).reshape(-1)
+    b2 = np.zeros(0, dtype) if second.bias is None else np.ascontiguousarray(second.bias, dtype).reshape(-1)
+    args = (divisor, a1, b1, first.code, ftype(first.p0), ftype(first.p1), a2, b2, second.code, ftype(second.p0),
+            ftype(second.p1), k, one, zero)
+    run = entry(squeeze_excite, gemm_at, blas_int, c_array(3, dtype), c_array(3, dtype), *args)
+
+    def block(x: np.ndarray) -> np.ndarray:
+        x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        out = OUTPUTS.empty(shape, dtype)
+        run(gemm_at, blas_int, x.reshape(x3), out.reshape(x3), *args)
+        return out
+    return block
 
 
 def _product_narrow(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
@@ -925,7 +999,8 @@ BAND_MIN_JOBS = 4
 
 
 @njit(nogil=True, parallel=True, cache=True, error_model="numpy")
-def banded_conv(gemm, xp, w, out, c_in, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one, zero):  # pragma: no cover
+def banded_conv(gemm_at, blas_int, xp, w, out, c_in, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one,
+                zero):  # pragma: no cover
     """out [N, Cout, oh, ow] (C-contiguous) = w [Cout, C_in * kh * kw] (C-contiguous) @ unfold(xp), xp
     the zero-padded input planes (flat [N * C_in planes of hp x wp]); output rows in bands of `band`,
     `tasks` groups of bands over the threads, each with its own unfold buffer."""
@@ -956,8 +1031,8 @@ def banded_conv(gemm, xp, w, out, c_in, hp, wp, kh, kw, sh, sw, dh, dw, band, ta
                                 for ox in range(ow):
                                     col[np.uintp(d0 + ox)] = xp[np.uintp(src + ox * sw)]
                             d0 += ow
-            gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, cout, cols, ck, one, w.ctypes.data, ck, col.ctypes.data, cols, zero,
-                 out.ctypes.data + (n * cout * plane + oy0 * ow) * item, plane)
+            call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, cout, cols, ck, one, w.ctypes.data, ck,
+                      col.ctypes.data, cols, zero, out.ctypes.data + (n * cout * plane + oy0 * ow) * item, plane)
 
 
 def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:

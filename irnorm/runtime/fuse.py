@@ -669,10 +669,11 @@ def squeeze_excite(fc: FuseContext, node: Node) -> Fusion | None:
         code2 = CODES["sigmoid"]
     axes = fc.const(tuple(node.sources[1]))
     x_first = mul.sources[0] is not None and tuple(mul.sources[0]) == x_src
-    from ..kernels.conv import Epilogue, forward_plan
+    from ..kernels.conv import Epilogue, forward_plan, squeeze_excite_plan
 
-    plans: dict[tuple, tuple] = {}  # (x's shape, dtype) -> the two convolutions' plans at that shape
+    plans: dict[tuple, tuple] = {}  # (x's shape, dtype) -> the block's plans at that shape
     one, zero = (1,) * (rank - 2), (0,) * (rank - 2)
+    first, second = Epilogue(b1, code1, q0, q1, False), Epilogue(b2, code2, r0, r1, False)
 
     def run(ins: Sequence[np.ndarray]) -> list[np.ndarray]:
         xv = ins[0]
@@ -680,12 +681,14 @@ def squeeze_excite(fc: FuseContext, node: Node) -> Fusion | None:
         plan = plans.get(key)
         if plan is None:
             n = xv.shape[0]
-            plan = (forward_plan((n, channels, *one), w1, one, one, one, zero, one, Epilogue(b1, code1, q0, q1, False)),
-                    forward_plan((n, w1.shape[1], *one), w2, one, one, one, zero, one,
-                                 Epilogue(b2, code2, r0, r1, False)))
+            plan = (squeeze_excite_plan(xv.shape, xv.dtype, w1, first, w2, second),
+                    forward_plan((n, channels, *one), w1, one, one, one, zero, one, first),
+                    forward_plan((n, w1.shape[1], *one), w2, one, one, one, zero, one, second))
             if len(plans) < 16:
                 plans[key] = plan
-        conv1, conv2 = plan
+        whole, conv1, conv2 = plan
+        if whole is not None:  # one call (a small block)
+            return [whole(xv)]
         (m,) = mean([xv, axes])
         g = conv2(conv1(m))  # the 1x1 convolutions with their epilogues, as their own steps' plans run them
         return multiply([xv, g] if x_first else [g, xv])
