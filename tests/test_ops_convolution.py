@@ -390,13 +390,15 @@ def test_depthwise_channels_inner_equals_the_other_kernels(monkeypatch, seed):
 
     rng = np.random.default_rng(100 + seed)
     taken = []
-    orig = conv.depthwise_channels_inner
+    orig = conv._depthwise_plan
 
-    def spy(*a):
-        taken.append(1)
-        return orig(*a)
+    def spy(*a):  # the plan chosen (below ONE_CALL_MAX outputs: depthwise_inner_epilogue, the kernel and the
+        plan = orig(*a)  # epilogue in one call)
+        if plan.__name__ == "channels_inner":
+            taken.append(1)
+        return plan
 
-    monkeypatch.setattr(conv, "depthwise_channels_inner", spy)
+    monkeypatch.setattr(conv, "_depthwise_plan", spy)
     for case in range(12):
         rank = 1 if case % 4 == 0 else 2
         g = int(rng.integers(conv.CHANNELS_INNER_MIN, 80))
@@ -440,10 +442,16 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
     exp = R.group_convolution(x, w, [s, sw], [p, pw], [p, pw], [1, 1])
     wp = np.ascontiguousarray(w.reshape(g, k, kw))
     taken = []
-    orig = conv.depthwise_channels_inner
-    monkeypatch.setattr(conv, "depthwise_channels_inner", lambda *a: (taken.append(1), orig(*a))[1])
+    orig = conv._depthwise_plan
+
+    def spy(*a):
+        plan = orig(*a)
+        taken.append(plan.__name__)
+        return plan
+
+    monkeypatch.setattr(conv, "_depthwise_plan", spy)
     y = np.array(conv.conv_depthwise(x, wp, [s, sw], [1, 1], [p, pw], exp.shape[2:]), copy=True)
-    assert taken == [1]
+    assert taken == ["channels_inner"]
     monkeypatch.setattr(conv, "CHANNELS_INNER_MIN", 1 << 30)
     other = conv.conv_depthwise(x, wp, [s, sw], [1, 1], [p, pw], exp.shape[2:])
     np.testing.assert_array_equal(y, other)
@@ -451,10 +459,12 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
 
 
 def _watch_direct(monkeypatch, conv) -> list:
-    """Record each direct_conv call's task count (its last argument) while still running it."""
+    """Record each direct_conv call's task count (its last argument) while still running it; a call of the
+    one-call serial kernel (direct_serial) as 1."""
     taken: list = []
-    orig = conv.direct_conv
+    orig, serial = conv.direct_conv, conv.direct_serial
     monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
+    monkeypatch.setattr(conv, "direct_serial", lambda *a: taken.append(1) or serial(*a))
     return taken
 
 
@@ -645,11 +655,14 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
     ((1, 24, 2, 2), (3, 3), 32, (2, 2), (1, 1), np.float32),  # one output pixel: a [32, 216] x [216, 1] product
     ((1, 20, 10, 12), (3, 3), 24, (1, 1), (1, 1), np.float64),  # wider rows: the bounded unfold
     ((1, 6, 9, 15), (3, 5), 17, (2, 1), (1, 2), np.float32),
+    ((1, 16, 8, 8), (3, 3), 8, (1, 1), (1, 1), np.float32),  # few output channels: the direct kernel, serial
+    ((2, 8, 6, 5), (3, 3), 16, (1, 1), (1, 1), np.float64),
 ])
 @pytest.mark.parametrize("case", ["plain", "bias_relu", "residual_swish", "bias_residual"])
 def test_one_call_convolution(monkeypatch, shape, k, cout, strides, pads, dtype, case):
     """A dense convolution whose product is one single-threaded GEMM below PARALLEL_MIN outputs runs as one
-    Numba call (unfold, cblas_?gemm per image, the fused step's epilogue): the float64 reference's values,
+    Numba call (unfold, cblas_?gemm per image, the fused step's epilogue), as does a serial direct one
+    (padding, the direct kernel, the epilogue): the float64 reference's values,
     the bits of its product followed by the epilogue kernels as passes of their own (what the unfused
     layers do), the separate calls it replaces (np.matmul) to rounding -- and for a residual that
     broadcasts at run time, the layers' way."""
@@ -704,3 +717,46 @@ def test_one_call_convolution(monkeypatch, shape, k, cout, strides, pads, dtype,
         s = (unfused + b) + wide
         expect = activation.unary(code, s, 1.25, 0.0) if code >= 0 else s
         np.testing.assert_array_equal(plan(x, wide), expect)
+
+
+@pytest.mark.parametrize("shape, k, strides, case", [
+    ((1, 32, 4, 4), (3, 3), (1, 1), "bias_relu"),
+    ((2, 20, 7, 6), (5, 5), (2, 2), "residual_swish"),
+    ((1, 48, 8, 8), (3, 3), (2, 2), "bias_residual"),
+    ((1, 24, 9), (3,), (1,), "bias_relu"),  # 1-D data
+])
+def test_depthwise_epilogue_in_the_call(shape, k, strides, case):
+    """A small depthwise convolution with many channels runs the channels-inner kernel and the fused step's
+    epilogue in one call: the bits of the kernel followed by the epilogue as a pass of its own, and for a
+    residual that broadcasts at run time the layers' way."""
+    from irnorm.kernels import activation, conv
+
+    rng = np.random.default_rng(sum(shape) + len(case))
+    dtype = np.float32
+    g = shape[1]
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[:2] = [np.nan, -np.inf]
+    w = rng.standard_normal((g, *k)).astype(dtype)
+    pads = tuple(kk // 2 for kk in k)
+    out_sp = tuple((n + 2 * p - kk) // s + 1 for n, p, kk, s in zip(shape[2:], pads, k, strides, strict=True))
+    bias = rng.standard_normal(g).astype(dtype) if "bias" in case else None
+    code = activation.SWISH if "swish" in case else activation.RELU if "relu" in case else -1
+    epilogue = conv.Epilogue(bias, code, 1.25, 0.0, "residual" in case)
+    res = rng.standard_normal((shape[0], g, *out_sp)).astype(dtype) if epilogue.residual else None
+    ones = (1,) * len(k)
+    plan = conv.depthwise_plan(x.shape, w, strides, ones, pads, out_sp, None, epilogue)
+    bare = conv.depthwise_plan(x.shape, w, strides, ones, pads, out_sp)
+    assert getattr(plan, "fused", False), "not the channels-inner kernel with its epilogue"
+    got = np.array(plan(x, res), copy=True)
+    np.testing.assert_array_equal(got, conv.with_epilogue(bare, epilogue)(x, res))
+    b = 0 if bias is None else bias.reshape((g,) + ones).astype(np.float64)
+    want = R.group_convolution(x.astype(np.float64), w.reshape(g, 1, 1, *k).astype(np.float64), list(strides),
+                               list(pads), list(pads), list(ones)) + b + (0 if res is None else res)
+    want = activation.unary(code, want.astype(dtype), 1.25, 0.0) if code >= 0 else want
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    if epilogue.residual:
+        wide = rng.standard_normal(res.shape[:-1] + (1,)).astype(dtype)
+        s = (np.array(bare(x), copy=True) + (0 if bias is None else bias.reshape((g,) + ones))) + wide
+        np.testing.assert_array_equal(plan(x, wide), activation.unary(code, s, 1.25, 0.0) if code >= 0 else s)

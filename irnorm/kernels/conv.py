@@ -583,6 +583,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         kh, kw, dh, dw = kk[1], kk[2], d[1], d[2]
         padded = padded_planes_plan(x5_shape, hp, wp, pb, (kk[2] - 1) * d[2])
 
+        if tasks == 1 and prod(out_shape) < ONE_CALL_MAX:
+            return _direct_serial_plan(x5_shape, w, out_shape, c, hp, wp, kh, kw, dh, dw, band, pb, epilogue)
         run_direct = entry(direct_conv, c_array(1, w.dtype), w, c_array(4, w.dtype), c, hp, wp, kh, kw, dh, dw,
                            band, tasks)
 
@@ -703,14 +705,54 @@ def gemm_epilogue(gemm_at, blas_int, x, mode, index, unfold_args, w, out, res, b
     for b in range(n_count):
         call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, cout, p, ck, one, w.ctypes.data, ck,
                   src.ctypes.data + b * ck * p * item, p, zero, out.ctypes.data + b * cout * p * item, p)
-    rows = out.reshape((n_count * cout, p))
+    epilogue_rows(out.reshape((n_count * cout, p)), res, bias, cout, code, p0, p1, k)
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def epilogue_rows(rows, res, bias, c_count, code, p0, p1, k):  # pragma: no cover
+    """A fused step's epilogue in place on its output as rows [N * C, P], on the calling thread: + bias[row %
+    c_count] (when bias is not empty), + res [N * C, P] (when res has rows), then activation `code` (none when
+    negative) -- the element operations of the Add / Add / activation layers (kernels/activation.py's)."""
+    n = rows.shape[0]
     if res.shape[0] > 0:
-        _bias_residual_rows(code, rows, res, bias, cout, 0, n_count * cout, p0, p1, k)
+        _bias_residual_rows(code, rows, res, bias, c_count, 0, n, p0, p1, k)
     elif bias.shape[0] > 0 or code >= 0:
-        if p < 256:
-            _bias_act_short_rows(code, rows, bias, cout, False, 0, n_count * cout, p0, p1, k)
+        if rows.shape[1] < 256:
+            _bias_act_short_rows(code, rows, bias, c_count, False, 0, n, p0, p1, k)
         else:
-            _bias_act_rows(code, rows, bias, cout, 0, n_count * cout, p0, p1, k)
+            _bias_act_rows(code, rows, bias, c_count, 0, n, p0, p1, k)
+
+
+class _EpilogueArgs(NamedTuple):
+    """An Epilogue as epilogue_rows' arguments in the data's dtype (no residual: an empty [0, 1] array)."""
+    no_res: np.ndarray
+    bias: np.ndarray
+    code: int
+    p0: Any
+    p1: Any
+    k: np.ndarray
+
+
+def _epilogue_args(epilogue: Epilogue | None, dtype: np.dtype) -> _EpilogueArgs:
+    bias, code, p0, p1, _ = epilogue if epilogue is not None else (None, -1, 0.0, 0.0, False)
+    ftype = np.dtype(dtype).type
+    b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype).reshape(-1)
+    return _EpilogueArgs(np.zeros((0, 1), dtype), b, code, ftype(p0), ftype(p1),
+                         _K64 if dtype == np.float64 else _K32)
+
+
+def _residual_rows(epilogue: Epilogue | None, res: np.ndarray | None, rows_shape: tuple[int, int],
+                   none: np.ndarray) -> np.ndarray:
+    if epilogue is None or not epilogue.residual:
+        return none
+    return (res if res.flags.c_contiguous else np.ascontiguousarray(res)).reshape(rows_shape)
+
+
+def _broadcasts(epilogue: Epilogue | None, res: np.ndarray | None, out_shape: tuple[int, ...],
+                dtype: np.dtype) -> bool:
+    """A fused residual that is not of the output's shape and type at run time (it broadcasts): the
+    layers' own way then (with_epilogue)."""
+    return epilogue is not None and epilogue.residual and (res.shape != out_shape or res.dtype != dtype)
 
 
 def _gemm_epilogue_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], mode: int,
@@ -723,29 +765,23 @@ def _gemm_epilogue_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out
     w2 = w[0]
     idx = index if index is not None else np.zeros(0, np.int32)
     ua = tuple(int(a) for a in unfold_args)
-    bias, code, p0, p1, residual = epilogue if epilogue is not None else (None, -1, 0.0, 0.0, False)
-    b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype)
-    ftype, k = dtype.type, (_K64 if dtype == np.float64 else _K32)
-    a0, a1, one, zero = ftype(p0), ftype(p1), ftype(1), ftype(0)
+    e = _epilogue_args(epilogue, dtype)
+    one, zero = dtype.type(1), dtype.type(0)
     rows_shape = (n * cout, p)
-    no_res = np.zeros((0, max(1, p)), dtype)
     gemm_at, blas_int = blas.gemm_address(dtype)
     run = entry(gemm_epilogue, gemm_at, blas_int, c_array(5, dtype), mode, idx, ua, w2, c_array(3, dtype),
-                c_array(2, dtype), b, code, a0, a1, k, one, zero)
+                c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k, one, zero)
     out3 = (n, cout, p)
 
     def fused(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
         x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
-        if residual and (res.shape != out_shape or res.dtype != dtype):
+        if _broadcasts(epilogue, res, out_shape, dtype):
             return with_epilogue(_gemm_epilogue_plan(gemm, x5_shape, w, out_shape, mode, index, unfold_args, None),
                                  epilogue)(x, res)
-        if res is not None and residual:
-            r = (res if res.flags.c_contiguous else np.ascontiguousarray(res)).reshape(rows_shape)
-        else:
-            r = no_res
+        r = _residual_rows(epilogue, res, rows_shape, e.no_res)
         out = OUTPUTS.empty(out_shape, dtype)
-        run(gemm_at, blas_int, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, b, code, a0, a1, k, one,
-            zero)
+        run(gemm_at, blas_int, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, e.bias, e.code, e.p0,
+            e.p1, e.k, one, zero)
         return out
     fused.fused = True  # type: ignore[attr-defined]
     return fused
@@ -837,18 +873,25 @@ def _padded_planes(x5: np.ndarray, hp: int, wp: int, pb, spare: int) -> np.ndarr
     return padded_planes_plan(x5.shape, hp, wp, pb, spare)(x5)
 
 
-def padded_planes_plan(x5_shape: tuple[int, ...], hp: int, wp: int, pb, spare: int
-                       ) -> Callable[[np.ndarray], np.ndarray]:
-    """_padded_planes for inputs of this shape, its geometry worked out once (a direct convolution keeps
-    it per input shape: on [1, 16, 8, 8] the arithmetic cost as much as the copy)."""
+def _fill_geometry(x5_shape: tuple[int, ...], hp: int, wp: int, pb) -> tuple[int, ...]:
+    """fill_padded's (planes, h, w, ys, ye, xs, xe, y0, x0) for [N, C, 1, H, W] inputs padded to hp x wp
+    planes with pb[1] / pb[2] zero rows / columns before."""
     n, c, _, h, w = x5_shape
-    size, planes = n * c * hp * wp, n * c
     lo = (-pb[1], -pb[2])
     ys, ye = max(lo[0], 0), min(lo[0] + hp, h)
     xs, xe = max(lo[1], 0), min(lo[1] + wp, w)
     if ye <= ys or xe <= xs:
         ys = ye = xs = xe = 0  # nothing of the input inside: all zeros
-    y0, x0 = ys - lo[0], xs - lo[1]
+    return n * c, h, w, ys, ye, xs, xe, ys - lo[0], xs - lo[1]
+
+
+def padded_planes_plan(x5_shape: tuple[int, ...], hp: int, wp: int, pb, spare: int
+                       ) -> Callable[[np.ndarray], np.ndarray]:
+    """_padded_planes for inputs of this shape, its geometry worked out once (a direct convolution keeps
+    it per input shape: on [1, 16, 8, 8] the arithmetic cost as much as the copy)."""
+    n, c, _, h, w = x5_shape
+    size = n * c * hp * wp
+    planes, _, _, ys, ye, xs, xe, y0, x0 = _fill_geometry(x5_shape, hp, wp, pb)
 
     fills: dict = {}  # dtype -> fill_padded's entry point (jit.entry)
 
@@ -1035,6 +1078,51 @@ def banded_conv(gemm_at, blas_int, xp, w, out, c_in, hp, wp, kh, kw, sh, sw, dh,
                       col.ctypes.data, cols, zero, out.ctypes.data + (n * cout * plane + oy0 * ow) * item, plane)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def direct_serial(x, fill, w, out, c_in, hp, wp, kh, kw, dh, dw, band, spare, res, bias, code, p0, p1,
+                  k):  # pragma: no cover
+    """direct_conv on the calling thread as one call: x (flat, unpadded) zero-padded into a buffer of its
+    own (fill_padded with `fill`, _fill_geometry's tuple; `spare` zeros after the last plane), the bands,
+    then a fused step's epilogue (epilogue_rows) on the output while it is in cache."""
+    planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
+    xp = np.empty(planes * hp * wp + spare, out.dtype)
+    fill_padded(x, planes, h, w_in, xp, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+    n_count, c_out, oh = out.shape[0], out.shape[1], out.shape[2]
+    groups, cpg = w.shape[0], w.shape[1]
+    cin_g = c_in // groups
+    bands = (oh + band - 1) // band
+    acc = np.empty(cpg * band * wp, out.dtype)
+    for j in range(n_count * groups * bands):
+        _direct_job(xp, w, out, j, groups, bands, band, oh, c_in, cin_g, cpg, hp, wp, kh, kw, dh, dw, acc)
+    epilogue_rows(out.reshape((n_count * c_out, oh * out.shape[3])), res, bias, c_out, code, p0, p1, k)
+
+
+def _direct_serial_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int,
+                        wp: int, kh: int, kw: int, dh: int, dw: int, band: int, pb, epilogue: Epilogue | None
+                        ) -> Callable[..., np.ndarray]:
+    """forward_plan's direct path on one thread (direct_serial) for inputs of shape x5_shape, with a fused
+    step's epilogue in the same call."""
+    dtype = w.dtype
+    fill = tuple(int(v) for v in _fill_geometry(x5_shape, hp, wp, pb))
+    spare = (kw - 1) * dw
+    out4 = (out_shape[0], out_shape[1], out_shape[-2] if len(out_shape) > 3 else 1, out_shape[-1])
+    rows_shape = (out4[0] * out4[1], out4[2] * out4[3])
+    e = _epilogue_args(epilogue, dtype)
+    run = entry(direct_serial, c_array(1, dtype), fill, w, c_array(4, dtype), c, hp, wp, kh, kw, dh, dw, band, spare,
+                c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
+
+    def direct(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        if _broadcasts(epilogue, res, out_shape, dtype):
+            return with_epilogue(_direct_serial_plan(x5_shape, w, out_shape, c, hp, wp, kh, kw, dh, dw, band, pb,
+                                                     None), epilogue)(x, res)
+        out = OUTPUTS.empty(out_shape, dtype)
+        run(np.ascontiguousarray(x).reshape(-1), fill, w, out.reshape(out4), c, hp, wp, kh, kw, dh, dw, band, spare,
+            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
+        return out
+    direct.fused = True  # type: ignore[attr-defined]
+    return direct
+
+
 def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:
     """Whether a stride-1 2-D (or 1-D) convolution with `cpg` output channels per group, `taps` input
     values per output, `g` groups, filter rows of `kw` taps and `p_out` output pixels takes the direct
@@ -1158,6 +1246,38 @@ def depthwise_channels_inner(x, w_t, out, sh, sw, dh, dw, ph, pw):
                     out[n, c, oy, ox] = acc[oy, ox, c]
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def depthwise_inner_epilogue(x, w_t, out, sh, sw, dh, dw, ph, pw, res, bias, code, p0, p1, k):  # pragma: no cover
+    """depthwise_channels_inner, then a fused step's epilogue (epilogue_rows) on its output, as one call."""
+    depthwise_channels_inner(x, w_t, out, sh, sw, dh, dw, ph, pw)
+    n_count, c_count = out.shape[0], out.shape[1]
+    epilogue_rows(out.reshape((n_count * c_count, out.shape[2] * out.shape[3])), res, bias, c_count, code, p0, p1,
+                  k)
+
+
+def _depthwise_inner_plan(x_planes: tuple[int, ...], wt: np.ndarray, out_shape: tuple[int, ...],
+                          out_planes: tuple[int, ...], s, d, pb, epilogue: Epilogue | None
+                          ) -> Callable[..., np.ndarray]:
+    """depthwise_plan's channels-inner path with the epilogue in the same call (depthwise_inner_epilogue)."""
+    dtype = wt.dtype
+    e = _epilogue_args(epilogue, dtype)
+    rows_shape = (out_planes[0] * out_planes[1], out_planes[2] * out_planes[3])
+    geometry = (s[1], s[2], d[1], d[2], pb[1], pb[2])
+    run = entry(depthwise_inner_epilogue, c_array(4, dtype), wt, c_array(4, dtype), *geometry, c_array(2, dtype),
+                e.bias, e.code, e.p0, e.p1, e.k)
+
+    def channels_inner(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        if _broadcasts(epilogue, res, out_shape, dtype):
+            return with_epilogue(_depthwise_inner_plan(x_planes, wt, out_shape, out_planes, s, d, pb, None),
+                                 epilogue)(x, res)
+        out = OUTPUTS.empty(out_shape, dtype)
+        run(np.ascontiguousarray(x).reshape(x_planes), wt, out.reshape(out_planes), *geometry,
+            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
+        return out
+    channels_inner.fused = True  # type: ignore[attr-defined]
+    return channels_inner
+
+
 # The channels-inner kernel from this many channels, for a serial (small) convolution with a stride or
 # an output plane of at most this many pixels.  Measured (AVX-512 EPYC): a [1, 288, 2, 2] 5x5 48 -> 4 us,
 # [1, 48, 32, 32] 3x3/s2 97 -> 50 us, [1, 32, 16, 16] 3x3 23 -> 16 us; slower for 8 channels (20 -> 40 us)
@@ -1180,9 +1300,18 @@ def conv_depthwise(x: np.ndarray, w: np.ndarray, strides, dilations, pads_begin,
 
 
 def depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, pads_begin, out_spatial,
-                   w_inner: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray]:
+                   w_inner: np.ndarray | None = None, epilogue: Epilogue | None = None) -> Callable[..., np.ndarray]:
     """conv_depthwise for inputs of shape `x_shape` with its kernel and geometry chosen once (a layer with
-    constant weights keeps one per input shape: EfficientNet's [1, 288, 2, 2] spent 5 of its 14 us here)."""
+    constant weights keeps one per input shape: EfficientNet's [1, 288, 2, 2] spent 5 of its 14 us here).
+    With an `epilogue`, ``plan(x, residual)`` as forward_plan's."""
+    plan = _depthwise_plan(x_shape, w, strides, dilations, pads_begin, out_spatial, w_inner, epilogue)
+    if epilogue is None or getattr(plan, "fused", False):
+        return plan
+    return with_epilogue(plan, epilogue)
+
+
+def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, pads_begin, out_spatial,
+                    w_inner: np.ndarray | None, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     n, g = x_shape[:2]
     co = w.shape[0]
     out_shape = (n, co) + tuple(out_spatial)
@@ -1198,6 +1327,8 @@ def depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, 
             and (s != [1, 1, 1] or o3[1] * o3[2] <= CHANNELS_INNER_PLANE)):
         wt = (w_inner if w_inner is not None else channels_inner_filter(w)).reshape(kk[1], kk[2], co)
         x_planes = (n, g) + x5_shape[3:]
+        if prod(out_shape) < ONE_CALL_MAX:  # with the epilogue in the same call
+            return _depthwise_inner_plan(x_planes, wt, out_shape, out_planes, s, d, pb, epilogue)
         run_inner = entry(depthwise_channels_inner, c_array(4, w.dtype), wt, c_array(4, w.dtype), s[1], s[2], d[1],
                           d[2], pb[1], pb[2])
 

@@ -254,8 +254,7 @@ class _ForwardBase(Op):
                 elif ready[0] == "gemm":
                     plan = conv.forward_plan(x.shape, ready[1], tuple(ready[2]), *geom, epilogue)
                 else:
-                    plan = conv.depthwise_plan(x.shape, ready[1], *geom, w_inner)
-                    plan = plan if epilogue is None else conv.with_epilogue(plan, epilogue)
+                    plan = conv.depthwise_plan(x.shape, ready[1], *geom, w_inner, epilogue)
                 geom += (plan,)
                 if len(memo) < 64:
                     memo[key] = geom
