@@ -76,8 +76,9 @@ def _sdpa_reference(q, k, v, mask, causal, scale):
 def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, monkeypatch, case):
     """Heads of up to ATTENTION_ROWS_MAX multiply-adds run in one attention_rows call (scores, causal and
     boolean/additive masks broadcast over batch, query or key positions, softmax, weighted sum); larger
-    ones and other broadcasts take two BLAS products.  Both agree with each other and with float64,
-    fully masked rows (NaN) included."""
+    ones in one attention_gemm call (two cblas_?gemm per head) where BLAS is driven; other broadcasts take
+    numpy's BLAS products.  All three agree with each other and with float64, fully masked rows (NaN)
+    included."""
     from irnorm.kernels import softmax as ksoftmax
     from irnorm.ops import attention
 
@@ -105,19 +106,29 @@ def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, mo
     b = single_op_model("ScaledDotProductAttention", ins, [(batch + (L, Ev), "f32")], {"causal": causal},
                         version="opset13")
     xml = b.save(tmp_path, "sdpa")
-    calls = []
-    orig = ksoftmax.attention_rows
+    from irnorm.kernels import blas as kblas
+
+    calls, gemm_calls = [], []
+    orig, orig_gemm = ksoftmax.attention_rows, ksoftmax.attention_gemm
     monkeypatch.setattr(ksoftmax, "attention_rows", lambda *a: calls.append(1) or orig(*a))
+    monkeypatch.setattr(ksoftmax, "attention_gemm", lambda *a: gemm_calls.append(a[-1]) or orig_gemm(*a))
     small = irnorm.load(xml).run(feeds)["y"]
     assert calls, "the one-kernel path did not run"
     monkeypatch.setattr(attention, "ATTENTION_ROWS_MAX", 0)
     n = len(calls)
-    blas = irnorm.load(xml).run(feeds)["y"]
-    assert len(calls) == n  # the BLAS path
+    by_gemm = irnorm.load(xml).run(feeds)["y"]  # the heads' products by BLAS in one attention_gemm call
+    assert len(calls) == n
+    assert bool(gemm_calls) == (kblas.gemm_address(np.float32) is not None)
+    monkeypatch.setattr(attention, "ATTENTION_GEMM_MAX", 0)
+    before = len(gemm_calls)
+    blas = irnorm.load(xml).run(feeds)["y"]  # numpy's matmul and softmax_rows
+    assert len(calls) == n and len(gemm_calls) == before
     want = _sdpa_reference(feeds["q"], feeds["k"], feeds["v"], mask, causal, 1 / np.sqrt(E))
-    np.testing.assert_array_equal(np.isnan(small), np.isnan(want))
+    for got in (small, by_gemm, blas):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(small, blas, rtol=2e-5, atol=2e-6)
-    np.testing.assert_allclose(small, want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(by_gemm, blas, rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -197,3 +208,48 @@ def test_softmax_blocks_of_rows_keep_each_row_its_own(dtype, n):
         want = d - np.log(e.sum(1, keepdims=True)) if log else e / e.sum(1, keepdims=True)
         tol = 1e-5 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(serial[ok], want, rtol=tol, atol=tol * (1 + np.abs(want).max() if log else 1))
+
+
+@pytest.mark.parametrize("dtype, causal, mask_kind", [(np.float32, False, None), (np.float32, True, None),
+                                                      (np.float64, False, "additive"), (np.float32, False, "boolean")])
+def test_attention_gemm_heads_over_threads(dtype, causal, mask_kind):
+    """attention_gemm on ViT-sized heads ([4, 65, 16], 65 keys) as strided views of a fused QKV projection: the
+    float64 reference's values, and the same bits whether the heads run on one thread or several."""
+    from irnorm.kernels import blas
+    from irnorm.kernels.softmax import attention_gemm
+
+    gemm = blas.gemm_address(np.dtype(dtype))
+    if gemm is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: attention_gemm is not used")
+    rng = np.random.default_rng(7 + causal)
+    B, L, S, E, Ev = 4, 65, 65, 16, 12
+    # the heads as a fused QKV projection leaves them: strided views [1, B, tokens, E] of [tokens, 3, B, E]
+    qkv = rng.standard_normal((L, 3, B, E)).astype(dtype)
+    q4, k4 = qkv[:, 0].transpose(1, 0, 2)[None], qkv[:, 1].transpose(1, 0, 2)[None]
+    v4 = rng.standard_normal((S, B, Ev)).astype(dtype).transpose(1, 0, 2)[None]
+    assert not q4.flags.c_contiguous
+    q, k, v = (np.ascontiguousarray(a[0]) for a in (q4, k4, v4))
+    if mask_kind == "boolean":
+        mask = rng.random((1, L, S)) < 0.8
+        mask[0, 3] = False  # a fully masked row: NaN
+    elif mask_kind == "additive":
+        mask = rng.standard_normal((B, 1, S)).astype(dtype)
+    else:
+        mask = np.zeros((1, 1, 0), dtype)
+    scale = dtype(0.25)
+    outs = []
+    for tasks in (1, 2, 3):
+        out = np.empty((B, L, Ev), dtype)
+        blas.enter()
+        try:
+            attention_gemm(*gemm, q4, k4, v4, mask, mask.dtype == np.bool_, scale, causal, out, tasks)
+        finally:
+            blas.leave()
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+    m = None if mask_kind is None else mask
+    want = _sdpa_reference(q, k, v, m, causal, 0.25)
+    np.testing.assert_array_equal(np.isnan(outs[0]), np.isnan(want))
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)

@@ -12,7 +12,7 @@ from numba.extending import intrinsic
 
 from .jit import njit, prange, types
 
-ROW_MAJOR, NO_TRANS = 101, 111  # CBLAS_ORDER / CBLAS_TRANSPOSE
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER / CBLAS_TRANSPOSE
 
 
 @intrinsic

@@ -10,6 +10,7 @@ import numpy as np
 from numba.core.extending import overload
 
 from . import PARALLEL_MIN
+from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm
 from .halfprec import cast_like
 from .jit import entry, njit, prange, types
 from .vmath import vexp
@@ -198,3 +199,65 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
                 vj = v[b, j]
                 for c in range(n_ev):
                     o[c] += p * vj[c]
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _head_at(a, b):  # pragma: no cover
+    """The address of head b's [rows, cols] matrix in a [B1, B2, rows, cols] (B = B1 * B2 heads)."""
+    return a.ctypes.data + (b // a.shape[1]) * a.strides[0] + (b % a.shape[1]) * a.strides[1]
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, h0, h1):  # pragma: no cover
+    """Heads h0..h1-1 of attention_gemm, on the calling thread, with scratch of their own."""
+    n_q, n_e = q.shape[2], q.shape[3]
+    n_s, n_ev = k.shape[2], v.shape[3]
+    item = q.itemsize
+    ldq, ldk, ldv = q.strides[2] // item, k.strides[2] // item, v.strides[2] // item
+    one, zero, minus_inf = cast_like(1.0, q), cast_like(0.0, q), cast_like(-np.inf, q)
+    has_mask = mask.shape[2] > 0
+    per_key = mask.shape[2] > 1
+    scores = np.empty((n_q, n_s), q.dtype)
+    probs = np.empty((n_q, n_s), q.dtype)
+    scores_bits, probs_bits = bits_of(scores), bits_of(probs)
+    ms, sums = np.empty(BLOCK, q.dtype), np.empty(BLOCK, np.float64)
+    for b in range(h0, h1):
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, n_q, n_s, n_e, one, _head_at(q, b), ldq,
+                  _head_at(k, b), ldk, zero, scores.ctypes.data, n_s)
+        mb = b if mask.shape[0] > 1 else 0
+        for i in range(n_q):
+            mi = i if mask.shape[1] > 1 else 0
+            for j in range(n_s):
+                acc = scores[i, j] * scale
+                if causal and j > i:
+                    acc += minus_inf
+                if has_mask:
+                    mv = mask[mb, mi, j if per_key else 0]
+                    if bool_mask:  # True keeps the score (+0, as the additive form), False masks it
+                        acc += zero if mv else minus_inf
+                    else:
+                        acc += mv
+                scores[i, j] = acc
+        for r0 in range(0, n_q, BLOCK):
+            _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums)
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, n_q, n_ev, n_s, one, probs.ctypes.data, n_s,
+                  _head_at(v, b), ldv, zero, out.ctypes.data + b * n_q * n_ev * item, n_ev)
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def attention_gemm(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, tasks):  # pragma: no cover
+    """Scaled dot-product attention, one call for all heads: q [B1, B2, L, E], k [B1, B2, S, E], v [B1, B2,
+    S, Ev] (any strides with rows of unit stride: the heads of a fused QKV projection are views) -> out
+    [B1 * B2, L, Ev] (C-contiguous; mask as attention_rows', over the B1 * B2 heads).  Per head: the scores
+    by one cblas_?gemm call (q k^T), scaled and masked as attention_rows does, the softmax of _block, then
+    one cblas_?gemm call (probs v) into the output; the heads in `tasks` groups over the threads (1: the
+    calling thread only; the bits do not depend on it).  The operations of the BLAS path the op takes
+    otherwise (matmul, scale, masks, softmax_rows, matmul) without a call, an allocation, a copy of the
+    strided heads and a batch loop in numpy around each of them."""
+    n_batch = q.shape[0] * q.shape[1]
+    if tasks == 1:
+        _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, 0, n_batch)
+        return
+    for t in prange(tasks):
+        _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, t * n_batch // tasks,
+                      (t + 1) * n_batch // tasks)

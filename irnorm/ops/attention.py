@@ -23,6 +23,16 @@ from .base import Kernel, NodeContext, Op, TensorInfo, broadcast_shape, fail, fm
 # instead of two BLAS products and the softmax between them: [2, 8, 8, 16] heads 4.9 -> 2.2 us (AVX-512
 # EPYC); from about 20000 (wav2vec2's [2, 19, 19, 16]: 10 -> 13 us) BLAS wins.
 ATTENTION_ROWS_MAX = 1 << 14
+# Larger heads whose scores fit in this many elements a head run in one attention_gemm call (the two
+# products per head as cblas_?gemm calls, the heads over the threads) where numpy's BLAS is an OpenBLAS
+# irnorm drives; beyond, or with broadcasting batch dims, numpy's matmul and softmax_rows.
+ATTENTION_GEMM_MAX = 1 << 20
+ATTENTION_PARALLEL_MIN = 1 << 22  # multiply-adds in all from which attention_gemm shares the heads out
+
+
+def _unit_rows(*arrays: np.ndarray) -> bool:
+    """Each array's rows (last dim) have unit stride: BLAS takes them with a leading dimension."""
+    return all(a.shape[-1] == 1 or a.strides[-1] == a.itemsize for a in arrays)
 
 
 def _batch(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
@@ -72,8 +82,9 @@ class ScaledDotProductAttention(Op):
         return [TensorInfo(tuple(batch) + (q.shape[-2], v.shape[-1]), t)]
 
     def build(self, ctx: NodeContext) -> Kernel:
+        from ..kernels import blas
         from ..kernels.jit import entry  # lazy: validate never imports numba
-        from ..kernels.softmax import attention_rows, softmax_rows
+        from ..kernels.softmax import attention_gemm, attention_rows, softmax_rows
 
         causal = bool(ctx.attrs["causal"])
         layer = ctx.layer
@@ -108,8 +119,14 @@ class ScaledDotProductAttention(Op):
             if q.ndim < 3 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or k.shape[-1] != q.shape[-1]:
                 return None
             n_b, n_l, n_e, n_s, n_ev = math.prod(q.shape[:-2]), q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
-            if n_b * n_l * n_s * (n_e + n_ev) > ATTENTION_ROWS_MAX or 0 in (n_b, n_l, n_s):
+            if 0 in (n_b, n_l, n_s):
                 return None
+            gemm = None
+            if n_b * n_l * n_s * (n_e + n_ev) > ATTENTION_ROWS_MAX:  # the heads' products by BLAS, one call
+                fits_gemm = n_l * n_s <= ATTENTION_GEMM_MAX and min(n_e, n_ev) > 0 and q.ndim in (3, 4)
+                gemm = blas.gemm_address(cdt) if fits_gemm else None
+                if gemm is None:
+                    return None
             m_shape = (1, 1, 0)
             if m is not None:
                 if m.ndim > q.ndim:
@@ -124,7 +141,7 @@ class ScaledDotProductAttention(Op):
                 else:
                     return None
                 m_shape = (n_mb, ms[-2], ms[-1])
-            return (n_b, n_l, n_e), (n_b, n_s, n_e), (n_b, n_s, n_ev), q.shape[:-1] + (n_ev,), m_shape
+            return (n_b, n_l, n_e), (n_b, n_s, n_e), (n_b, n_s, n_ev), q.shape[:-1] + (n_ev,), m_shape, gemm
 
         def run(ins):
             q, k, v = ins[0], ins[1], ins[2]
@@ -143,19 +160,34 @@ class ScaledDotProductAttention(Op):
                 plan = small_plan(q, k, v, m)
                 if len(small) < 64:
                     small[key] = plan
-            if plan is not None and q.flags.c_contiguous and k.flags.c_contiguous and v.flags.c_contiguous:
-                q3, k3, v3, out_shape, m_shape = plan
+            if plan is not None and (_unit_rows(q, k, v) if plan[5] is not None else
+                                     q.flags.c_contiguous and k.flags.c_contiguous and v.flags.c_contiguous):
+                q3, k3, v3, out_shape, m_shape, gemm = plan
+                # a task a head (Numba shares them out) only for heads worth the threads' wake-up: in a
+                # network the pool is cold after the serial steps around (ViT's [4, 65, 16] heads on two
+                # threads ran slower there than on one)
+                gemm_tasks = q3[0] if q3[0] * q3[1] * k3[1] * (q3[2] + v3[2]) >= ATTENTION_PARALLEL_MIN else 1
                 if m is None:
                     add = no_mask
                 else:
                     add = np.ascontiguousarray(m if m.dtype == np.bool_ or m.dtype == cdt else m.astype(cdt))
                     add = add.reshape(m_shape)
                 out = np.empty(out_shape, cdt)
-                args = (q.reshape(q3), k.reshape(k3), v.reshape(v3), add, add.dtype == np.bool_, scale, causal,
-                        out.reshape(q3[:2] + (v3[2],)))
-                rows = rows_calls.get(add.dtype)
-                if rows is None:  # every array C-contiguous and of cdt (the mask bool or cdt): one signature each
-                    rows = rows_calls[add.dtype] = entry(attention_rows, *args)
+                if gemm is None:
+                    args = (q.reshape(q3), k.reshape(k3), v.reshape(v3), add, add.dtype == np.bool_, scale, causal,
+                            out.reshape(q3[:2] + (v3[2],)))
+                    rows = rows_calls.get(add.dtype)
+                    if rows is None:  # every array C-contiguous and of cdt (the mask bool or cdt): one signature
+                        rows = rows_calls[add.dtype] = entry(attention_rows, *args)
+                else:  # [B1, B2, rows, cols] views of the heads, any strides (rows of unit stride)
+                    args = (*gemm, q if q.ndim == 4 else q[None], k if k.ndim == 4 else k[None],
+                            v if v.ndim == 4 else v[None], add, add.dtype == np.bool_, scale, causal,
+                            out.reshape(q3[:2] + (v3[2],)), gemm_tasks)
+                    rows = rows_calls.get((add.dtype, "gemm"))
+                    if rows is None:  # typed with strided heads: one entry point for every layout
+                        heads = np.empty((1, 1, 2, 2), cdt)[..., :1]  # not contiguous: typed layout A
+                        rows = rows_calls[(add.dtype, "gemm")] = entry(attention_gemm, *args[:2], heads, heads, heads,
+                                                                       *args[5:])
                 rows(*args)
                 return [out if out.dtype == dt else cast(out, dt)]
             try:
