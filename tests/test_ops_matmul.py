@@ -207,3 +207,40 @@ def test_batched_computed_operands_one_matmul_path(tmp_path, monkeypatch, et, dt
             tol = 1e-5 if dt == np.float32 else 1e-12
             np.testing.assert_allclose(y, want, rtol=tol, atol=tol * np.sqrt(k))
     assert decided == [True, True, True, False]  # 3 small shape pairs take it (one reused), the large one not
+
+
+@pytest.mark.parametrize("rows, depth, n", [(1, 32, 32), (8, 32, 64), (65, 64, 192), (3, 1, 7), (16, 40, 300)])
+@pytest.mark.parametrize("layout", ["row_major", "transposed"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_linear_in_one_call(rows, depth, n, layout, dtype):
+    """A small product by a constant matrix with its bias and activation runs as one Numba call
+    (kernels/linear.py: one cblas_?gemm, then the epilogue): np.dot's values to rounding, and the bits of
+    its own product followed by the Add and activation as passes of their own; B as stored row-major or as
+    the transposed view of an exported [N, K] weight."""
+    from irnorm.kernels import activation, blas
+    from irnorm.kernels.linear import linear_plan
+
+    if blas.gemm_address(np.dtype(dtype)) is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the one-call path is not taken")
+    rng = np.random.default_rng(rows + depth + n)
+    a = rng.standard_normal((rows, depth)).astype(dtype)
+    if rows > 1:
+        a[0, 0] = np.inf  # a row of inf / NaN among finite ones
+    b = (rng.standard_normal((n, depth)).astype(dtype).T if layout == "transposed"
+         else rng.standard_normal((depth, n)).astype(dtype))
+    bias = rng.standard_normal(n).astype(dtype)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for code in (-1, activation.RELU, activation.GELU_TANH):
+        epilogue = activation.Epilogue(bias, code, 0.0, 0.0, False)
+        run, bare = linear_plan(rows, b, epilogue), linear_plan(rows, b, None)
+        assert run is not None and bare is not None
+        got, plain = np.empty((rows, n), dtype), np.empty((rows, n), dtype)
+        run(a, got)
+        bare(a, plain)
+        np.testing.assert_array_equal(got, activation.bias_activation_last(plain, bias, code))
+        with np.errstate(all="ignore"):  # inf * 0 in the reference product
+            want = activation.bias_activation_last(np.dot(a, b), bias, code)
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=tol, atol=tol * max(1.0, np.abs(want[finite]).max()))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert linear_plan(rows, np.asfortranarray(np.ones((depth, n), dtype))[::1, ::-1], None) is None  # not one C block

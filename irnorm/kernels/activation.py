@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from math import prod
+from typing import NamedTuple
 
 import numpy as np
 
@@ -317,6 +318,18 @@ def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndar
 
 
 # ---- a producer's per-channel bias and activation, in place -------------------------------------
+
+
+class Epilogue(NamedTuple):
+    """What a fused step does in place on a product (a convolution's, a MatMul's), in the layers' order:
+    + bias (None: nothing; one value per channel for a convolution, per last-axis position for a MatMul),
+    + the step's residual operand (a tensor of the output's shape) when `residual`, then activation `code`
+    (-1: none) with parameters p0, p1."""
+    bias: np.ndarray | None
+    code: int
+    p0: float
+    p1: float
+    residual: bool
 
 
 _ACT_CHUNK = 1024  # elements staged per activation call: an L1-sized buffer

@@ -37,6 +37,7 @@ from . import PARALLEL_MIN, blas
 from .activation import (
     _K32,
     _K64,
+    Epilogue,
     _bias_act_rows,
     _bias_act_short_rows,
     _bias_residual_rows,
@@ -486,17 +487,6 @@ def conv_forward(x: np.ndarray, w: np.ndarray, k_spatial, strides, dilations, pa
                  ) -> np.ndarray:
     """x [N, C, *S] (compute dtype) and prepared weights w [G, Cout/G, C/G * K] -> [N, Cout, *out]."""
     return forward_plan(x.shape, w, k_spatial, strides, dilations, pads_begin, out_spatial)(x)
-
-
-class Epilogue(NamedTuple):
-    """What a fused convolution step does in place on the product, in the layers' order: + bias[channel]
-    (None: nothing), + the step's residual operand (a tensor of the output's shape) when `residual`, then
-    activation `code` of kernels/activation.py (-1: none) with parameters p0, p1."""
-    bias: np.ndarray | None
-    code: int
-    p0: float
-    p1: float
-    residual: bool
 
 
 def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial,

@@ -15,6 +15,7 @@ weight is not copied).  A 2-D B against a contiguous batched A is one GEMM over 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -82,8 +83,13 @@ class MatMul(Op):
         shape = matmul_shape(a.shape, b.shape, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"])
         return [TensorInfo(shape, a.dtype)]
 
-    def build(self, ctx: NodeContext):
+    def build(self, ctx: NodeContext, epilogue: Any = None):
+        """The kernel on [A, B].  With an `epilogue` (kernels.activation.Epilogue: a bias along the last axis
+        and an activation, no residual; f32/f64 data), the kernel of a fused step (the runtime's
+        matmul_bias_activation rule) that applies it to the product: in the same call where the product is
+        a small one by a constant B (kernels/linear.py), else as a pass of its own."""
         from ..kernels import blas  # lazy: validate and --help never import the kernels
+        from ..kernels.linear import linear_plan
 
         ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
@@ -113,24 +119,34 @@ class MatMul(Op):
         small_plans: dict[tuple, bool] = {}  # (A's shape, B's shape) -> one np.matmul does it
         rows_ok = b_ready is not None and np.ndim(const_b) == 2 and dtype == work and not ta
 
+        finish = _epilogue_pass(epilogue)
+
         def run(ins):
+            y, done = product(ins)
+            return [y if done else finish(y)]
+
+        def product(ins):
             a, b = ins
             if rows_ok and a.ndim >= 2 and a.dtype == dtype and a.flags.c_contiguous:
                 plan = rows_plans.get(a.shape)
                 if plan is None:
                     rows = math.prod(a.shape[:-1])
+                    blocks = blas.column_blocks(rows, b_ready.shape[-1], a.shape[-1])
                     plan = (a.shape[:-1] + (b_ready.shape[-1],), (rows, a.shape[-1]), (rows, b_ready.shape[-1]),
-                            blas.column_blocks(rows, b_ready.shape[-1], a.shape[-1]))
+                            blocks, linear_plan(rows, b_ready, epilogue) if blocks is None else None)
                     if len(rows_plans) < 64:
                         rows_plans[a.shape] = plan
-                y_shape, a_rows, y_rows, blocks = plan
+                y_shape, a_rows, y_rows, blocks, one_call = plan
                 y = np.empty(y_shape, dtype)
+                if one_call is not None:  # the product and the epilogue in one call
+                    one_call(a.reshape(a_rows), y.reshape(y_rows))
+                    return y, True
                 if blocks is None:
                     # np.dot: the same GEMM as np.matmul on 2-D operands, without the ufunc machinery (~0.4 us)
                     np.dot(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
                 else:  # a large product: column blocks on several threads
                     blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
-                return [y]
+                return y, False
             if a.dtype == dtype and b.dtype == dtype and dtype == work and a.ndim > 1 and b.ndim > 1:
                 # batched products of computed operands (attention's Q @ K^T and P @ V): whether the general
                 # path below comes down to one np.matmul is decided once per shape pair
@@ -144,8 +160,8 @@ class MatMul(Op):
                 if small:  # what the general path does then; np.matmul's result is new and C-contiguous
                     am = np.swapaxes(a, -1, -2) if ta else a
                     if b_ready is not None:
-                        return [np.matmul(am, b_ready)]
-                    return [np.matmul(am, np.swapaxes(b, -1, -2) if tb else b)]
+                        return np.matmul(am, b_ready), False
+                    return np.matmul(am, np.swapaxes(b, -1, -2) if tb else b), False
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
@@ -175,10 +191,39 @@ class MatMul(Op):
             if b_vec:
                 y = y[..., 0]
             if y.dtype != dtype:
-                return [cast(y, dtype)]
-            return [y.copy() if y.base is not None or not y.flags.c_contiguous else y]
+                return cast(y, dtype), False
+            return (y.copy() if y.base is not None or not y.flags.c_contiguous else y), False
 
         return run
+
+
+def _epilogue_pass(epilogue: Any) -> Any:
+    """MatMul.build's last step for a product its epilogue did not run in: the product as it is (no
+    epilogue), or with the epilogue applied in place as a pass of its own (bias_activation_last; a small
+    product's bias with no activation as numpy's same-shape add of the bias laid out once at its shape)."""
+    if epilogue is None:
+        return lambda y: y
+    from ..kernels.activation import bias_activation_last
+
+    bias, code, p0, p1 = epilogue.bias, epilogue.code, epilogue.p0, epilogue.p1
+    tiles: dict[tuple[int, ...], np.ndarray] = {}
+
+    def finish(y: np.ndarray) -> np.ndarray:
+        if code < 0 and bias is not None and y.size <= _TILE_MAX:
+            # the bias laid out at the product's shape once: numpy's same-shape loop (~0.4 us) instead of a
+            # broadcast (~1 us); the same additions
+            tile = tiles.get(y.shape)
+            if tile is None:
+                tile = np.ascontiguousarray(np.broadcast_to(bias, y.shape))
+                if len(tiles) < 16:
+                    tiles[y.shape] = tile
+            np.add(y, tile, out=y)
+            return y
+        return bias_activation_last(y, bias, code, p0, p1)
+    return finish
+
+
+_TILE_MAX = 4096  # elements of a product whose bias is laid out at its shape (16 KiB in f32)
 
 
 def _one_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], ta: bool, tb: bool) -> bool:

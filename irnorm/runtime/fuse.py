@@ -719,9 +719,6 @@ def _with_epilogue(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float
     return run
 
 
-_TILE_MAX = 4096  # elements of a product whose bias is laid out at its shape (16 KiB in f32)
-
-
 def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     """MatMul -> Add of a constant along the last axis -> an activation (either may be missing, not
     both), on f32/f64 data: the bias and the activation run in place on the product (how exports write
@@ -740,25 +737,15 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
             nodes += [reshape, user]
     if len(nodes) == 1:
         return None
-    matmul = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
-    from ..kernels.activation import bias_activation_last
+    from ..kernels.activation import Epilogue
 
-    # A small product with a bias and no activation: the bias laid out at the product's shape once, so
-    # the addition is numpy's same-shape loop (~0.4 us) instead of a broadcast (~1 us); same additions.
-    tiles: dict[tuple[int, ...], np.ndarray] = {}
-    tile_bias = code < 0 and bias is not None
+    # the MatMul's own kernel applies the bias and activation: in its call for a small product by a constant
+    # matrix (kernels/linear.py), else in place on the fresh product
+    matmul = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1),
+                           Epilogue(bias, code, p0, p1, False))
 
     def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        (out,) = matmul(xs)  # a fresh array of the product: the bias and activation go in place
-        if tile_bias and out.size <= _TILE_MAX:
-            tile = tiles.get(out.shape)
-            if tile is None:
-                tile = np.ascontiguousarray(np.broadcast_to(bias, out.shape))
-                if len(tiles) < 16:
-                    tiles[out.shape] = tile
-            np.add(out, tile, out=out)
-            return [out]
-        y = bias_activation_last(out, bias, code, p0, p1)
+        (y,) = matmul(xs)
         return [y.reshape(reshaped) if reshaped is not None else y]
 
     return Fusion(nodes, [tuple(s) for s in node.sources], run, "+".join(n.op_type for n in nodes))
