@@ -157,6 +157,21 @@ def _dot(a, b):
     return acc
 
 
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _masked(acc, above_diagonal, has_mask, mask, mb, mi, mj, bool_mask, zero, minus_inf):  # pragma: no cover
+    """A scaled score with the causal mask (-inf above the diagonal) and then mask[mb, mi, mj] added: additive,
+    or boolean (True keeps the score, +0 as the additive form; False masks it)."""
+    if above_diagonal:
+        acc += minus_inf
+    if has_mask:
+        mv = mask[mb, mi, mj]
+        if bool_mask:
+            acc += zero if mv else minus_inf
+        else:
+            acc += mv
+    return acc
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     """Scaled dot-product attention for small heads, one call for all of them: q [B, L, E], k [B, S, E],
@@ -180,16 +195,8 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
         for i in range(n_q):
             mi = i if mask.shape[1] > 1 else 0
             for j in range(n_s):
-                acc = _dot(q[b, i], k[b, j]) * scale
-                if causal and j > i:
-                    acc += minus_inf
-                if has_mask:
-                    mv = mask[mb, mi, j if per_key else 0]
-                    if bool_mask:  # True keeps the score (+0, as the additive form), False masks it
-                        acc += zero if mv else minus_inf
-                    else:
-                        acc += mv
-                scores[0, j] = acc
+                scores[0, j] = _masked(_dot(q[b, i], k[b, j]) * scale, causal and j > i, has_mask, mask, mb, mi,
+                                       j if per_key else 0, bool_mask, zero, minus_inf)
             _block(scores, probs, scores_bits, probs_bits, 0, 1, False, row_max, row_sum)
             o = out[b, i]
             for c in range(n_ev):
@@ -228,16 +235,8 @@ def _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, ou
         for i in range(n_q):
             mi = i if mask.shape[1] > 1 else 0
             for j in range(n_s):
-                acc = scores[i, j] * scale
-                if causal and j > i:
-                    acc += minus_inf
-                if has_mask:
-                    mv = mask[mb, mi, j if per_key else 0]
-                    if bool_mask:  # True keeps the score (+0, as the additive form), False masks it
-                        acc += zero if mv else minus_inf
-                    else:
-                        acc += mv
-                scores[i, j] = acc
+                scores[i, j] = _masked(scores[i, j] * scale, causal and j > i, has_mask, mask, mb, mi,
+                                       j if per_key else 0, bool_mask, zero, minus_inf)
         for r0 in range(0, n_q, BLOCK):
             _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums)
         call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, n_q, n_ev, n_s, one, probs.ctypes.data, n_s,
