@@ -603,11 +603,14 @@ def test_direct_kernel_for_few_taps(monkeypatch, shape, k, cout, direct):
     ((2, 16, 23, 29), (3, 3), 40, (2, 1), (2, 2), (2, 0), np.float32),   # batch 2, mixed strides, dilation
     ((1, 24, 30, 30), (5, 5), 36, (1, 1), (1, 1), (0, 4), np.float64),   # float64: dgemm
     ((1, 16, 6, 600), (1, 5), 20, (1, 3), (1, 1), (0, 2), np.float32),  # 1-D filters on a few long rows
+    ((1, 8, 120, 121), (4, 4), 16, (4, 4), (1, 1), (0, 0), np.float32),  # a patchify stem: four column phases
+    ((1, 12, 61, 95), (3, 3), 24, (3, 2), (2, 3), (1, 2), np.float32),  # column taps 0, 3, 6 across two phases
 ])
 def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dtype):
     """Dense 2-D convolutions too large for the one-call path and not direct run band by band of output
-    rows (unfold into an L2-sized buffer, one BLAS call per band into the output): the float64 reference's
-    values, the unfold + GEMM path's to rounding, and the same bits whatever the thread count.  (A single
+    rows (unfold into an L2-sized buffer, one BLAS call per band into the output; with a column stride, from
+    the planes split into column phases): the float64 reference's values, the unfold + GEMM path's to
+    rounding, and the same bits whatever the thread count.  (A single
     output row, as 1-D data has, keeps the unfold + GEMM path: one band would leave a thread idle.)"""
     import numba
 
