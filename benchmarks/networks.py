@@ -7,6 +7,11 @@ normalizations as nodes of their own (MVN, RMS); both with per-layer timing swit
 
     python benchmarks/networks.py                      # every *_static network, 3 rounds
     python benchmarks/networks.py --only resnet18,bert --rounds 5 --markdown
+    python benchmarks/networks.py --lockstep --rounds 2   # both processes alive, taking turns in bursts
+
+On a shared VM whose speed drifts by up to 2x within minutes, process-per-round medians of the same
+commit disagree by up to 1.8x; --lockstep cancels most of that drift (each burst pair is a few
+milliseconds apart) while each contender still runs in its own process.
 """
 
 from __future__ import annotations
@@ -36,7 +41,10 @@ def _norm(type_name: str) -> bool:
     return any(w.lower() in type_name.lower() for w in NORM_WORDS)
 
 
-def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
+def prepare(contender: str, xml: str, threads: int) -> dict:
+    """Load `xml` in `contender`, run it once and check its outputs against the stored ones.  Returns
+    call() (one inference), norm_ms() (the time in normalization layers of one profiled run, median of four
+    after a first one), the relative error, and the load time."""
     stem = xml[:-4]
     with np.load(stem + ".inputs.npz") as z:
         feeds = {k: z[k] for k in z.files}
@@ -73,13 +81,17 @@ def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
             req.infer(ov_feeds, share_inputs=True, share_outputs=True)
             return [req.get_output_tensor(i).data for i in range(len(compiled.outputs))]
 
+        counted_req: list = []
+
         def norm_ms() -> float:  # per-layer counters from a second compilation (they cost time)
-            counted = core.compile_model(core.read_model(xml), "CPU", {**config, "PERF_COUNT": "YES"})
-            r = counted.create_infer_request()
-            feeds = {p: ov_feeds[q] for p, q in zip(counted.inputs, compiled.inputs, strict=True)}
+            if not counted_req:
+                counted = core.compile_model(core.read_model(xml), "CPU", {**config, "PERF_COUNT": "YES"})
+                counted_req.append((counted.create_infer_request(),
+                                    {p: ov_feeds[q] for p, q in zip(counted.inputs, compiled.inputs, strict=True)}))
+            r, feeds_counted = counted_req[0]
             runs = []
             for _ in range(5):
-                r.infer(feeds)
+                r.infer(feeds_counted)
                 runs.append(sum(p.real_time.total_seconds() for p in r.get_profiling_info()
                                 if p.node_type in OV_NORM_NODES) * 1e3)
             return statistics.median(runs[1:])
@@ -91,13 +103,102 @@ def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
         err = max(err, float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)))) / scale if e.size else 0.0)
     for _ in range(3):
         call()
+    return {"call": call, "norm_ms": norm_ms, "max_rel_err": err, "ok": err <= 1e-4, "load_s": load_s}
+
+
+def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
+    """One round: a fresh process loads, checks, then times `runs` calls."""
+    w = prepare(contender, xml, threads)
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        call()
+        w["call"]()
         times.append(time.perf_counter() - t)
-    return {"median_ms": statistics.median(times) * 1e3, "max_rel_err": err, "ok": err <= 1e-4,
-            "norm_ms": norm_ms(), "load_s": load_s}
+    return {"median_ms": statistics.median(times) * 1e3, "max_rel_err": w["max_rel_err"], "ok": w["ok"],
+            "norm_ms": w["norm_ms"](), "load_s": w["load_s"]}
+
+
+def serve(contender: str, xml: str, threads: int) -> None:
+    """--lockstep's worker: load and check, say so, then answer the parent's commands on stdin one line at
+    a time -- 'burst K' (K calls, their times), 'norm' (norm_ms()), 'quit'."""
+    w = prepare(contender, xml, threads)
+    out = sys.stdout
+    out.write(json.dumps({"ok": w["ok"], "max_rel_err": w["max_rel_err"], "load_s": w["load_s"]}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd or cmd[0] == "quit":
+            break
+        if cmd[0] == "burst":
+            times = []
+            for _ in range(int(cmd[1])):
+                t = time.perf_counter()
+                w["call"]()
+                times.append(time.perf_counter() - t)
+            out.write(json.dumps(times) + "\n")
+        else:
+            out.write(json.dumps(w["norm_ms"]()) + "\n")
+        out.flush()
+
+
+class _Server:
+    """A --serve child process and its line protocol."""
+
+    def __init__(self, contender: str, xml: Path, threads: int, env: dict) -> None:
+        self.p = subprocess.Popen([sys.executable, __file__, "--serve", contender, str(xml), str(threads)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=env)
+        self.ready = self._reply()
+
+    def ask(self, command: str):
+        self.p.stdin.write(command + "\n")
+        self.p.stdin.flush()
+        return self._reply()
+
+    def _reply(self):
+        line = self.p.stdout.readline()
+        if not line:
+            err = self.p.stderr.read().strip().splitlines() or ["exited"]
+            raise RuntimeError(err[-1][:80])
+        return json.loads(line)
+
+    def close(self) -> None:
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait(timeout=60)
+
+
+def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env: dict) -> dict:
+    """Both contenders alive at once, each in its own process, taking turns: `bursts` bursts of `burst` calls
+    each, alternating which goes first; the first call of a burst (the one that wakes an idle thread pool)
+    is not counted.  A burst pair is ~10-100 ms apart, so the VM's speed drifting over seconds moves both
+    alike; the ratio is the median of the burst pairs' ratios.  `rounds` fresh process pairs."""
+    times: dict[str, list[float]] = {"irnorm": [], "openvino": []}
+    ratios: list[float] = []
+    norms: dict[str, list[float]] = {"irnorm": [], "openvino": []}
+    ok = True
+    for _ in range(rounds):
+        servers = {c: _Server(c, xml, threads, env) for c in ("irnorm", "openvino")}
+        try:
+            ok = ok and servers["irnorm"].ready["ok"]
+            for b in range(bursts):
+                got = {}
+                for c in (("irnorm", "openvino") if b % 2 == 0 else ("openvino", "irnorm")):
+                    got[c] = servers[c].ask(f"burst {burst + 1}")[1:]
+                    times[c] += got[c]
+                ratios.append(statistics.median(got["irnorm"]) / statistics.median(got["openvino"]))
+            for c in servers:
+                norms[c].append(servers[c].ask("norm"))
+        finally:
+            for s in servers.values():
+                s.close()
+    return {"irnorm_ms": statistics.median(times["irnorm"]) * 1e3,
+            "openvino_ms": statistics.median(times["openvino"]) * 1e3, "ratio": statistics.median(ratios),
+            "norm_irnorm": statistics.median(norms["irnorm"]), "norm_openvino": statistics.median(norms["openvino"]),
+            "ok": ok}
 
 
 def main() -> None:
@@ -107,11 +208,20 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated network names (without _static)")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--lockstep", action="store_true",
+                    help="both contenders' processes alive at once, taking turns in bursts (see lockstep())")
+    ap.add_argument("--bursts", type=int, default=15, help="--lockstep: bursts per process pair")
+    ap.add_argument("--burst", type=int, default=10, help="--lockstep: timed calls per burst")
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         c, xml, runs, threads = args.worker
         print(json.dumps(worker(c, xml, int(runs), int(threads))))
+        return
+    if args.serve:
+        c, xml, threads = args.serve
+        serve(c, xml, int(threads))
         return
     sys.path.insert(0, str(HERE))
     from files import cpu_line
@@ -120,12 +230,28 @@ def main() -> None:
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     print(f"# {cpu_line()}")
-    print(f"# {args.threads} threads, {args.rounds} rounds x {args.runs} runs per process, each contender in its "
-          "own process, static-shape exports")
+    if args.lockstep:
+        print(f"# {args.threads} threads, lockstep: {args.rounds} process pairs x {args.bursts} bursts of "
+              f"{args.burst} timed calls each, the contenders' processes taking turns, static-shape exports")
+    else:
+        print(f"# {args.threads} threads, {args.rounds} rounds x {args.runs} runs per process, each contender in "
+              "its own process, static-shape exports")
     env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     rows = []
     for name in names:
         xml = NETWORKS / f"{name}_static.xml"
+        if args.lockstep:
+            try:
+                r = lockstep(xml, args.rounds, args.bursts, args.burst, args.threads, env)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                rows.append((name, "-", "-", "-", "-", "-", str(e)))
+                continue
+            a, na, nb = r["irnorm_ms"], r["norm_irnorm"], r["norm_openvino"]
+            norm_cmp = f"{nb:.3f} ({na / nb:.2f})" if nb > 0 and na > 0 else "not isolated"
+            rows.append((name, f"{a:.3f}", f"{r['openvino_ms']:.3f}", f"{r['ratio']:.2f}",
+                         f"{na:.3f} ({na / a:.0%})" if a else "-", norm_cmp, "ok" if r["ok"] else "OUTPUT MISMATCH"))
+            print(f"# {name} done", file=sys.stderr)
+            continue
         res: dict[str, list[dict]] = {"irnorm": [], "openvino": []}
         failed = None
         for r in range(args.rounds):
