@@ -171,10 +171,12 @@ class _Server:
         self.p.wait(timeout=60)
 
 
-def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env: dict) -> dict:
+def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env: dict, gap: float = 0.05) -> dict:
     """Both contenders alive at once, each in its own process, taking turns: `bursts` bursts of `burst` calls
     each, alternating which goes first; the first call of a burst (the one that wakes an idle thread pool)
-    is not counted.  A burst pair is ~10-100 ms apart, so the VM's speed drifting over seconds moves both
+    is not counted, and `gap` seconds pass between bursts, so that the thread pool of the one that just ran
+    (OpenVINO's and Numba's TBB workers spin for a while after a parallel region) is asleep and not taking
+    CPU from the other.  A burst pair is ~10-100 ms apart, so the VM's speed drifting over seconds moves both
     alike; the ratio is the median of the burst pairs' ratios.  `rounds` fresh process pairs."""
     times: dict[str, list[float]] = {"irnorm": [], "openvino": []}
     ratios: list[float] = []
@@ -187,6 +189,7 @@ def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env:
             for b in range(bursts):
                 got = {}
                 for c in (("irnorm", "openvino") if b % 2 == 0 else ("openvino", "irnorm")):
+                    time.sleep(gap)  # the other one's thread pool stops spinning and sleeps
                     got[c] = servers[c].ask(f"burst {burst + 1}")[1:]
                     times[c] += got[c]
                 ratios.append(statistics.median(got["irnorm"]) / statistics.median(got["openvino"]))
