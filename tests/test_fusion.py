@@ -385,38 +385,57 @@ def test_convolution_residual_add_is_one_step(tmp_path, act, bias, dtype, dynami
 
 @pytest.mark.parametrize("code_name, with_bias", [("relu", True), ("swish", False), ("none", True)])
 def test_bias_residual_kernel(code_name, with_bias):
-    """The residual epilogue below and above PARALLEL_MIN (the tasks split the channel rows), with a strided
+    """The residual epilogue below and above its parallel threshold (the tasks split the channel rows:
+    PARALLEL_MIN with a Swish, CHEAP_PARALLEL_MIN for the memory-bound adds and Relu), with a strided
     residual: bit-identical to Add (bias), Add (residual) and the activation as separate passes."""
-    from irnorm.kernels import PARALLEL_MIN, activation
+    from irnorm.kernels import activation
 
     rng = np.random.default_rng(8)
-    for shape in [(1, 8, 6, 6), (2, 16, 40, 40)]:
+    code = activation.CODES.get(code_name, -1)
+    big = (2, 16, 40, 40) if code_name == "swish" else (2, 16, 200, 200)
+    for shape in [(1, 8, 6, 6), (2, 16, 40, 40), big]:
         y = rng.standard_normal(shape).astype(np.float32)
         res = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)[..., ::2]
         b = rng.standard_normal(shape[1]).astype(np.float32) if with_bias else None
-        code = activation.CODES.get(code_name, -1)
         s = (y + b[:, None, None] if with_bias else y) + res
         want = activation.unary(code, s, 1.25, 0.0) if code >= 0 else s
         epilogue = activation.bias_residual_plan(shape, y.dtype, b, code, 1.25, 0.0)
         for _ in range(2):
             np.testing.assert_array_equal(epilogue(y.copy(), res), want)
-    assert y.size >= PARALLEL_MIN
+    assert y.size >= activation.parallel_min(code)
 
 
 @pytest.mark.parametrize("code_name, with_bias", [("relu", True), ("swish", False), ("hswish", True)])
 def test_bias_activation_kernel_on_the_pool(code_name, with_bias):
-    """The in-place kernel above PARALLEL_MIN (the tasks split the channel rows): bit-identical to an Add
-    followed by the activation kernel."""
-    from irnorm.kernels import PARALLEL_MIN, activation
+    """The in-place kernel above its parallel threshold (the tasks split the channel rows: PARALLEL_MIN with
+    a Swish, CHEAP_PARALLEL_MIN for Relu / HSwish) and just below it: bit-identical to an Add followed by
+    the activation kernel, and the parallel kernel runs exactly above the threshold."""
+    from irnorm.kernels import activation
 
     rng = np.random.default_rng(5)
-    y = rng.standard_normal((2, 16, 40, 40)).astype(np.float32)
-    assert y.size >= PARALLEL_MIN
-    b = rng.standard_normal(16).astype(np.float32) if with_bias else None
     code = activation.CODES[code_name]
-    want = activation.unary(code, y + b[:, None, None] if with_bias else y, 1.25, 0.0)
-    got = activation.bias_activation(y.copy(), b, code, 1.25, 0.0)
-    np.testing.assert_array_equal(got, want)
+    ran: list[int] = []
+    parallel = activation._bias_act_parallel
+
+    def spy(*a):
+        ran.append(1)
+        return parallel(*a)
+
+    for hw in (40, 200):
+        y = rng.standard_normal((2, 16, hw, hw)).astype(np.float32)
+        b = rng.standard_normal(16).astype(np.float32) if with_bias else None
+        want = activation.unary(code, y + b[:, None, None] if with_bias else y, 1.25, 0.0)
+        got = activation.bias_activation(y.copy(), b, code, 1.25, 0.0)
+        np.testing.assert_array_equal(got, want)
+        ran.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(activation, "_bias_act_parallel", spy)
+            np.testing.assert_array_equal(activation.bias_activation(y.copy(), b, code, 1.25, 0.0), want)
+            assert bool(ran) == (y.size >= activation.parallel_min(code)), (code_name, y.shape)
+            ran.clear()  # after a product computed on several threads: several threads from PARALLEL_MIN
+            after = activation.bias_activation_plan(y.shape, y.dtype, b, code, 1.25, 0.0, after_parallel=True)
+            np.testing.assert_array_equal(after(y.copy()), want)
+            assert ran, (code_name, y.shape)
 
 
 def _group_norm_net(act, bias, dtype, dynamic, rng, shape, const_scale=True):

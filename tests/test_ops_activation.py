@@ -145,19 +145,23 @@ def test_half_codecs_are_bit_exact():
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
 def test_parallel_and_serial_paths_agree(dtype):
     """A tensor above the parallel threshold gives, element for element, what the serial path gives
-    on its pieces (fixed blocks: no dependence on the thread count)."""
+    on its pieces (fixed blocks: no dependence on the thread count).  The threshold is the op's:
+    PARALLEL_MIN for an exp or erf per element, CHEAP_PARALLEL_MIN for a piecewise-linear op."""
+    from irnorm.kernels import CHEAP_PARALLEL_MIN, PARALLEL_MIN
     from irnorm.kernels import activation as K
 
     rng = np.random.default_rng(2)
-    x = (rng.standard_normal(3 * K.PARALLEL_MIN + 17) * 4).astype(dtype)
+    assert K.parallel_min(K.CODES["gelu_erf"]) == PARALLEL_MIN
+    assert K.parallel_min(K.CODES["round_away"]) == K.parallel_min(-1) == CHEAP_PARALLEL_MIN
     for name in ("gelu_erf", "mish", "round_away", "hard_sigmoid"):
         code = K.CODES[name]
+        x = (rng.standard_normal(K.parallel_min(code) + 17) * 4).astype(dtype)  # its 7 pieces: one thread
         whole = K.unary(code, x, 0.2, 0.5)
         parts = np.concatenate([K.unary(code, p, 0.2, 0.5) for p in np.array_split(x, 7)])
         assert whole.dtype == x.dtype
         assert np.array_equal(whole.view(np.uint8), parts.view(np.uint8)), name
     s = rng.standard_normal(5).astype(dtype)
-    xx = x[: 5 * 3 * 4000].reshape(3, 5, 4000)
+    xx = rng.standard_normal(5 * 3 * 4000).astype(dtype).reshape(3, 5, 4000)
     cd = np.float64 if dtype == np.float64 else np.float32
     expected = np.where(xx.astype(cd) < 0, xx.astype(cd) * s.astype(cd).reshape(1, 5, 1), xx.astype(cd)).astype(dtype)
     assert np.array_equal(K.prelu_channel(xx, s).view(np.uint8), expected.view(np.uint8))

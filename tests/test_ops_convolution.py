@@ -634,6 +634,8 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
     y = forward()
     assert taken, "not the banded path"
     assert y.dtype == dtype
+    # bands on several threads: a fused step's epilogue then runs on several too (kernels.conv.with_epilogue)
+    assert getattr(conv.forward_plan(x.shape, wp, k, strides, dil, pads, exp.shape[2:]), "parallel", False)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(y, exp, rtol=tol, atol=tol * np.abs(exp).max())
     threads = numba.get_num_threads()

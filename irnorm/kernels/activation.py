@@ -10,7 +10,9 @@ erf); so the tanh Gelu is computed as ``x sigmoid(2u)`` and Mish as ``x e(e+2) /
 ``e = exp(x)`` (one exp each, same values to an ulp); SoftPlus, Elu/Selu (log1p, expm1), and the
 trigonometric ops pay their libm call.  Piecewise-linear ops (Relu, HSwish, HSigmoid, Round, ...) run
 at memory speed.  Work is split into fixed blocks (results do not depend on the thread count);
-tensors under ``PARALLEL_MIN`` elements run on the calling thread.
+tensors under ``PARALLEL_MIN`` elements run on the calling thread, and so do those under
+``CHEAP_PARALLEL_MIN`` whose pass is memory-bound (a bias add alone, a piecewise-linear activation:
+:func:`parallel_min`).
 
 Ops are chosen by the codes in :data:`CODES` (the kernel's own; the op module refers to them by
 name, so ``irnorm validate`` never imports Numba).  Two float parameters ``p0``/``p1`` carry the
@@ -32,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import PARALLEL_MIN
+from . import CHEAP_PARALLEL_MIN, PARALLEL_MIN
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
 from .vmath import verf, vexp
@@ -48,6 +50,17 @@ CODES = {name: i for i, name in enumerate(_NAMES)}
  PRELU_SCALAR, SIGMOID) = range(len(_NAMES))
 
 BLOCK = 8192  # elements per task
+
+# piecewise-linear activations: a compare or two an element, at memory speed like a bias add
+_CHEAP = frozenset((RELU, HSWISH, HSIGMOID, HARD_SIGMOID, PRELU_SCALAR, FLOOR, CEILING, SIGN, ROUND_EVEN,
+                    ROUND_AWAY))
+
+
+def parallel_min(code: int) -> int:
+    """Elements from which a pass with activation `code` (-1: none, a bias or residual add alone) runs on
+    several threads: CHEAP_PARALLEL_MIN for a memory-bound pass, PARALLEL_MIN for one with an exp, erf
+    or division per element."""
+    return CHEAP_PARALLEL_MIN if code < 0 or code in _CHEAP else PARALLEL_MIN
 
 _JIT = dict(nogil=True, cache=True, error_model="numpy")
 
@@ -300,7 +313,7 @@ def unary(code: int, x: np.ndarray, p0: float = 0.0, p1: float = 0.0) -> np.ndar
     of = out.reshape(-1)
     if dt == _F32 or dt == _F64:
         ftype, k = (np.float32, _K32) if dt == _F32 else (np.float64, _K64)
-        if n >= PARALLEL_MIN:
+        if n >= parallel_min(code):
             _float_parallel(code, xf, of, ftype(p0), ftype(p1), k, BLOCK)
         else:
             apply = _APPLY.get(dt)
@@ -335,6 +348,15 @@ class Epilogue(NamedTuple):
 _ACT_CHUNK = 1024  # elements staged per activation call: an L1-sized buffer
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _copy_in(dst, src):
+    """dst[i] = src[i] for dst's length.  A loop, not ``dst[:] = src``: Numba's slice assignment takes its
+    general broadcasting path, ~7x slower for a 1024-element row (bias-only epilogues spent most of their
+    time there: 48 rows of 1024, 27 against 4 us)."""
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
 @njit(**_JIT)
 def _add_activate(code, row, bias, b, per_element, buf, p0, p1, k):
     """row[i] = f(row[i] + bias) in place, chunk by chunk through `buf`: the activation reads the buffer
@@ -342,6 +364,14 @@ def _add_activate(code, row, bias, b, per_element, buf, p0, p1, k):
     and output, LLVM's run-time overlap check sends every element down the scalar loop).  The bias is
     bias[i] when per_element, else the scalar b; code < 0: no activation."""
     n = row.shape[0]
+    if code < 0:  # the add alone, in place (one array, one index: nothing for LLVM to check)
+        if per_element:
+            for i in range(n):
+                row[i] = row[i] + bias[i]
+        else:
+            for i in range(n):
+                row[i] = row[i] + b
+        return
     for s in range(0, n, _ACT_CHUNK):
         m = min(_ACT_CHUNK, n - s)
         seg = row[s: s + m]
@@ -353,10 +383,7 @@ def _add_activate(code, row, bias, b, per_element, buf, p0, p1, k):
         else:
             for i in range(m):
                 staged[i] = seg[i] + b
-        if code >= 0:
-            _apply(code, staged, seg, p0, p1, k)
-        else:
-            seg[:] = staged
+        _apply(code, staged, seg, p0, p1, k)
 
 
 @njit(**_JIT)
@@ -401,7 +428,7 @@ def _bias_act_short_rows(code, y, bias, c_count, per_column, r0, r1, p0, p1, k):
         if code >= 0:
             _apply(code, buf[:q], seg, p0, p1, k)
         else:
-            seg[:] = buf[:q]
+            _copy_in(seg, buf)
 
 
 @njit(**_JIT)
@@ -435,9 +462,11 @@ def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float
 
 
 def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray | None, code: int,
-                         p0: float = 0.0, p1: float = 0.0) -> Callable[[np.ndarray], np.ndarray]:
+                         p0: float = 0.0, p1: float = 0.0, after_parallel: bool = False
+                         ) -> Callable[[np.ndarray], np.ndarray]:
     """bias_activation for arrays of one shape and dtype, every choice made once (a fused step keeps
-    it per shape)."""
+    it per shape).  `after_parallel`: the data was just written by several threads (it is in their
+    caches), so even a memory-bound pass runs on several from PARALLEL_MIN; else from parallel_min(code)."""
     size = prod(shape)
     if size == 0:
         return _unchanged
@@ -446,7 +475,7 @@ def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarr
     b = np.zeros(0, dtype) if bias is None else bias
     ftype, k = np.dtype(dtype).type, (_K64 if dtype == np.float64 else _K32)
     a0, a1 = ftype(p0), ftype(p1)
-    if size >= PARALLEL_MIN and n * c > 1:
+    if size >= (PARALLEL_MIN if after_parallel else parallel_min(code)) and n * c > 1:
         tasks = min(n * c, 64)
 
         run_parallel = entry(_bias_act_parallel, code, c_array(2, dtype), b, c, a0, a1, k, tasks)
@@ -458,7 +487,7 @@ def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarr
         return parallel
     if bias is None and code < 0:
         return _unchanged
-    if rows_shape[1] < _ACT_CHUNK // 4:
+    if rows_shape[1] < _ACT_CHUNK // 4 and size < PARALLEL_MIN:
         # Short rows (small feature maps) of a tensor below PARALLEL_MIN: the bias laid out once per element
         # (at most PARALLEL_MIN values), so one flat pass adds and activates -- the same two operations per
         # element as the layers, without a loop per row ([1, 288, 2, 2] with Swish: 4 -> 1.5 us).
@@ -511,7 +540,7 @@ def _bias_residual_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
             if code >= 0:
                 _apply(code, staged, seg, p0, p1, k)
             else:
-                seg[:] = staged
+                _copy_in(seg, staged)
 
 
 @njit(parallel=True, **_JIT)
@@ -522,10 +551,12 @@ def _bias_residual_parallel(code, y, res, bias, c_count, p0, p1, k, tasks):
 
 
 def bias_residual_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray | None, code: int,
-                       p0: float = 0.0, p1: float = 0.0) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+                       p0: float = 0.0, p1: float = 0.0, after_parallel: bool = False
+                       ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """For y [N, C, *spatial] (f32/f64, C-contiguous, owned by the caller) and a residual of y's shape and
     dtype: y + bias[c] + residual, then activation `code` (-1: none), in place on y, one pass -- bit for
-    bit the Add, Add and activation layers (a ResNet block's end).  Planned once per shape."""
+    bit the Add, Add and activation layers (a ResNet block's end).  Planned once per shape;
+    `after_parallel` as bias_activation_plan's."""
     size = prod(shape)
     if size == 0:
         return lambda y, res: y
@@ -535,7 +566,7 @@ def bias_residual_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray
     ftype, k = np.dtype(dtype).type, (_K64 if dtype == np.float64 else _K32)
     a0, a1 = ftype(p0), ftype(p1)
     typed = c_array(2, dtype)
-    if size >= PARALLEL_MIN and n * c > 1:
+    if size >= (PARALLEL_MIN if after_parallel else parallel_min(code)) and n * c > 1:
         tasks = min(n * c, 64)
         run_parallel = entry(_bias_residual_parallel, code, typed, typed, b, c, a0, a1, k, tasks)
 
@@ -587,7 +618,7 @@ def bias_activation_last(y: np.ndarray, bias: np.ndarray | None, code: int, p0: 
     b = np.zeros(0, y.dtype) if bias is None else bias
     ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
     short = rows.shape[1] < _ACT_CHUNK // 4
-    if y.size >= PARALLEL_MIN and rows.shape[0] > 1:
+    if y.size >= parallel_min(code) and rows.shape[0] > 1:
         tasks = min(rows.shape[0], 64)
         if short:
             _bias_act_short_parallel(code, rows, b, 1, True, ftype(p0), ftype(p1), k, tasks)

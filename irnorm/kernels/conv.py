@@ -508,6 +508,9 @@ def with_epilogue(plan: Callable[[np.ndarray], np.ndarray], epilogue: Epilogue) 
     dynamic model whose branches broadcast) takes the layers' own way: numpy's broadcasting Add."""
     bias, code, p0, p1, residual = epilogue
     plans: dict[tuple, Callable[..., np.ndarray]] = {}
+    # a product computed on several threads leaves its output in their caches: a memory-bound epilogue
+    # then pays on several threads too (SSD-VGG's banded convolutions' bias + Relu: 2% of the network)
+    after_parallel = getattr(plan, "parallel", False)
 
     def run(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
         out = plan(x)
@@ -517,8 +520,8 @@ def with_epilogue(plan: Callable[[np.ndarray], np.ndarray], epilogue: Epilogue) 
         key = (out.shape, out.dtype)
         after = plans.get(key)
         if after is None:
-            after = (bias_residual_plan(out.shape, out.dtype, bias, code, p0, p1) if residual
-                     else bias_activation_plan(out.shape, out.dtype, bias, code, p0, p1))
+            after = (bias_residual_plan(out.shape, out.dtype, bias, code, p0, p1, after_parallel) if residual
+                     else bias_activation_plan(out.shape, out.dtype, bias, code, p0, p1, after_parallel))
             if len(plans) < 64:
                 plans[key] = after
         return after(out, res) if residual else after(out)
@@ -559,6 +562,7 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             out, res = empty(x)
             product(w, np.ascontiguousarray(x).reshape(cols_shape), res)
             return out
+        pointwise.parallel = product is _product  # type: ignore[attr-defined]
         return pointwise
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
             and _direct_fits(cpg, ck // g, g, kk[2], p_out)):
@@ -583,6 +587,7 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             xp = padded(x)  # x's elements in order: the flat view is all the fill reads
             run_direct(xp, w, out.reshape(n, g * cpg, o3[1], o3[2]), c, hp, wp, kh, kw, dh, dw, band, tasks)
             return out
+        direct.parallel = tasks > 1  # type: ignore[attr-defined]
         return direct
     gemm = blas.gemm_pointer(w.dtype) if g == 1 and w.dtype.kind == "f" else None
     if (gemm is not None and kk[0] == 1 and o3[0] == 1 and s[0] == 1 and n * ck * p_out > SMALL_COL
@@ -607,6 +612,7 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
                 gather(np.ascontiguousarray(x).reshape(-1), index, col.reshape(-1))
                 product(w, col.reshape(cols_shape), res)
                 return out
+            small_gathered.parallel = product is _product  # type: ignore[attr-defined]
             return small_gathered
 
         unfold = entry(im2col_bounded_serial, c_array(5, w.dtype), c_array(3, w.dtype), *unfold_args)
@@ -617,6 +623,7 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             unfold(np.ascontiguousarray(x).reshape(x5_shape), col, *unfold_args)
             product(w, col.reshape(cols_shape), res)
             return out
+        small.parallel = product is _product  # type: ignore[attr-defined]
         return small
 
     padding = pad_geometry(x5_shape, kk, s, d, pb, o3)
@@ -627,6 +634,7 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         if s != [1, 1, 1] or not _wide_products(x5, w, res, kk, d, pb, o3, ck, g):
             _unfolded_products(x5, w, res, kk, s, d, pb, o3, ck, g, padding)
         return out
+    unfolded.parallel = True  # type: ignore[attr-defined]  # parallel unfolds and a widened BLAS, mostly
     return unfolded
 
 
@@ -655,6 +663,7 @@ def _banded_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape:
         banded_conv(gemm_at, blas_int, xp, w2, out.reshape(out4), c, hp, wp, kh, kw, sh, sw, dh, dw, band, tasks, one,
                     zero)
         return out
+    banded.parallel = True  # type: ignore[attr-defined]
     return banded
 
 
@@ -1352,6 +1361,7 @@ def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations,
             buf = padded(x)
             run_wide(buf, w_rows, out.reshape(out_planes), co // g, hp, wp, d[1], d[2], tasks)
             return out
+        wide.parallel = tasks > 1  # type: ignore[attr-defined]
         return wide
 
     run_general = entry(depthwise, c_array(5, w.dtype), w4, c_array(5, w.dtype), co // g, s[0], s[1], s[2], d[0],
@@ -1362,6 +1372,7 @@ def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations,
         run_general(np.ascontiguousarray(x).reshape(x5_shape), w4, out.reshape((n, co) + tuple(o3)), co // g, s[0],
                     s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], tasks)
         return out
+    general.parallel = tasks > 1  # type: ignore[attr-defined]
     return general
 
 
