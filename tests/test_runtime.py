@@ -135,11 +135,11 @@ def test_plain_runner_follows_a_replaced_kernel_and_locates_its_errors(tmp_path)
     ("Transpose", np.array([1, 0, 2], np.int64), (3, 2, 4)),
     ("Transpose", np.array([0, 1, 2], np.int64), (2, 3, 4)),  # identity: still a copy, never the input
 ])
-def test_static_reshapes_run_inline_as_fresh_copies(tmp_path, type_, second, out_shape):
-    """On a static model a Reshape/Squeeze/Unsqueeze whose output shape is fixed at load time (and a
-    Transpose with a constant order) runs as the copy written into the plan's straight-line runner (no
-    kernel call); the result is the fresh array the kernel makes (never the caller's input, also for an
-    identity order), and a dynamic model keeps the call."""
+def test_static_reshapes_run_inline_never_handing_out_the_input(tmp_path, type_, second, out_shape):
+    """On a static model a Reshape/Squeeze/Unsqueeze whose output shape is fixed at load time (a view of
+    its data) and a Transpose with a constant order (a copy) run as the expression written into the plan's
+    straight-line runner (no kernel call); the model's output is never the caller's input nor a view of
+    it (also for an identity order), and a dynamic model keeps the call."""
     from irbuilder import single_op_model
 
     in_shape = (1, 2, 3, 4) if type_ == "Squeeze" else (2, 3, 4)
@@ -151,7 +151,8 @@ def test_static_reshapes_run_inline_as_fresh_copies(tmp_path, type_, second, out
         out_dims = ((-1,) * len(out_shape)) if not inline else out_shape
         b = single_op_model(type_, inputs, [(out_dims, "f32")], attrs, version="opset1")
         m = irnorm.load(b.save(tmp_path / f"{type_}{inline}"))
-        assert (".copy()" in m._plan.source) is inline
+        written = (".transpose(" if type_ == "Transpose" else f".reshape({out_shape!r})") in m._plan.source
+        assert written is inline
         for _ in range(2):
             y = m.run({"x": x})["y"]
             np.testing.assert_array_equal(y, want)
@@ -160,6 +161,41 @@ def test_static_reshapes_run_inline_as_fresh_copies(tmp_path, type_, second, out
         y = m.run({"x": x}, profile=True)["y"]  # the kernel itself
         np.testing.assert_array_equal(y, want)
         assert not np.shares_memory(y, x)
+
+
+def test_reshape_views_never_reach_the_caller_shared(tmp_path):
+    """A Reshape of computed data is a view of it (no copy); the run still hands out outputs that share
+    no memory with each other or with the caller's input, and a Reshape of a load-time constant (its shape
+    given at run time) is a copy: writing to any output changes neither the next run nor the model."""
+    from irbuilder import IRBuilder
+
+    b = IRBuilder("views")
+    x = b.parameter("x", (2, 6), "f32")
+    shape = b.parameter("shape", (2,), "i64")
+    (r,) = b.layer("Relu", [x], [((2, 6), "f32")], version="opset1", names=["r"])
+    (v,) = b.layer("Reshape", [r, b.const(np.array([3, 4], np.int64))], [((3, 4), "f32")],
+                   {"special_zero": False}, version="opset1", names=["v"])
+    w = b.const(np.arange(12, dtype=np.float32), "w")
+    (c,) = b.layer("Reshape", [w, shape], [((-1, -1), "f32")], {"special_zero": False}, version="opset1",
+                   names=["c"])
+    (xv,) = b.layer("Reshape", [x, b.const(np.array([12], np.int64))], [((12,), "f32")],
+                    {"special_zero": False}, version="opset1", names=["xv"])
+    for out in (r, v, c, xv):
+        b.result(out)
+    m = irnorm.load(b.save(tmp_path))
+    assert "kernel" not in [ln for ln in m._plan.source.splitlines() if ".reshape((3, 4))" in ln][0]
+    feed = {"x": np.arange(-6, 6, dtype=np.float32).reshape(2, 6), "shape": np.array([4, 3], np.int64)}
+    for _ in range(2):
+        got = m.run(feed)
+        want = {"r": np.maximum(feed["x"], 0), "c": np.arange(12, dtype=np.float32).reshape(4, 3)}
+        want["v"], want["xv"] = want["r"].reshape(3, 4), feed["x"].reshape(12)
+        for k, y in got.items():
+            np.testing.assert_array_equal(y, want[k])
+            assert not np.shares_memory(y, feed["x"]), k
+            assert not any(np.shares_memory(y, o) for j, o in got.items() if j != k), k
+        for y in got.values():
+            y[...] = -9  # the caller's: the model and the next run are not affected
+    np.testing.assert_array_equal(m.run(feed)["c"], np.arange(12, dtype=np.float32).reshape(4, 3))
 
 
 def test_outputs_never_view_the_callers_input(tmp_path):

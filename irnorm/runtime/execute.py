@@ -118,6 +118,7 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
         else:
             _run_steps(plan, slots, direct, hook)
     result: dict[str, np.ndarray] = {}
+    views = False  # an output handed out so far is a view (of what another output may be)
     for i, (spec, src) in enumerate(zip(outputs, plan.outputs, strict=True)):
         s = slot_of.get(src)
         v = slots[s] if s is not None else plan.constants[src]
@@ -128,8 +129,11 @@ def execute(plan: Plan, outputs: Sequence[TensorSpec], copy_out: Sequence[bool],
             v = d
         elif copy_out[i] or (v.base is not None and any(np.may_share_memory(v, a) for a in arrays)):
             # never hand out a constant or the caller's own input -- nor a view into that input, which a
-            # layer may return as its output (a Split along the first axis, a no-op Slice)
+            # layer may return as its output (a Split along the first axis, a no-op Slice, a Reshape)
             v = np.array(v, copy=True)
+        elif (v.base is not None or views) and any(np.may_share_memory(v, r) for r in result.values()):
+            v = np.array(v, copy=True)  # nor two outputs that share memory (one a Reshape of the other)
+        views = views or v.base is not None
         result[spec.name] = v
     return result
 
