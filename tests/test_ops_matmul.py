@@ -244,3 +244,33 @@ def test_small_linear_in_one_call(rows, depth, n, layout, dtype):
         np.testing.assert_allclose(got[finite], want[finite], rtol=tol, atol=tol * max(1.0, np.abs(want[finite]).max()))
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert linear_plan(rows, np.asfortranarray(np.ones((depth, n), dtype))[::1, ::-1], None) is None  # not one C block
+
+
+def test_static_linear_called_with_its_one_operand(tmp_path):
+    """On a static model a MatMul by a constant B (fused with its bias and Relu, or alone) is written into
+    the plan's straight-line runner as a call with A alone (the kernel's static_call); the results are the
+    kernel's own bits (a profiled run calls the kernel), and a dynamic model keeps the kernel call."""
+    from irbuilder import IRBuilder
+
+    rng = np.random.default_rng(31)
+    w1 = rng.standard_normal((16, 24)).astype(np.float32)
+    w2 = rng.standard_normal((8, 16)).astype(np.float32)
+    bias = rng.standard_normal(16).astype(np.float32)
+    x = rng.standard_normal((2, 5, 24)).astype(np.float32)
+    for dims, static in (((2, 5, 24), True), ((-1, 5, 24), False)):
+        b = IRBuilder(f"linear{static}")
+        p = b.parameter("x", dims, "f32")
+        rows = (dims[0], 5)
+        (h,) = b.layer("MatMul", [p, b.const(w1)], [(rows + (16,), "f32")], {"transpose_b": True}, version="opset1")
+        (h,) = b.layer("Add", [h, b.const(bias)], [(rows + (16,), "f32")], version="opset1")
+        (h,) = b.layer("Relu", [h], [(rows + (16,), "f32")], version="opset1")
+        (y,) = b.layer("MatMul", [h, b.const(w2)], [(rows + (8,), "f32")], {"transpose_b": True}, version="opset1",
+                       names=["y"])
+        b.result(y)
+        m = irnorm.load(b.save(tmp_path / str(static)))
+        assert m._plan.source.count("= fast") == (2 if static else 0)
+        want = np.maximum(x @ w1.T + bias, 0) @ w2.T
+        for _ in range(2):  # planned on the first run, the bound path after
+            got = m.run({"x": x})["y"]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(got, m.run({"x": x}, profile=True)["y"])

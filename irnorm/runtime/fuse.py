@@ -748,6 +748,9 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
         (y,) = matmul(xs)
         return [y.reshape(reshaped) if reshaped is not None else y]
 
+    if reshaped is None and hasattr(matmul, "static_call"):
+        run.static_call = matmul.static_call  # type: ignore[attr-defined]  # the straight-line runner's form
+
     return Fusion(nodes, [tuple(s) for s in node.sources], run, "+".join(n.op_type for n in nodes))
 
 

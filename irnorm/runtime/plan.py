@@ -257,6 +257,14 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
             lines.append(f"        k = {j}; v{st.out_slots[0]} = " + inline.format(x=f"v{runtime[0]}"))
             lines += [f"        v{s} = None" for s in st.free_slots]
             continue
+        fast = getattr(st.kernel, "static_call", None)
+        if static_model and fast is not None and len(st.out_slots) == 1 and list(runtime) == [0]:
+            # a kernel with a form for its one runtime operand on a static model (MatMul by a constant B):
+            # called with that array, the result returned as it is (no operand list, no list back)
+            names[f"fast{j}"] = fast
+            lines.append(f"        k = {j}; v{st.out_slots[0]} = fast{j}(v{runtime[0]})")
+            lines += [f"        v{s} = None" for s in st.free_slots]
+            continue
         operands = []
         for i, c in enumerate(st.argv or []):
             if i in runtime:
