@@ -765,3 +765,41 @@ def test_depthwise_epilogue_in_the_call(shape, k, strides, case):
         wide = rng.standard_normal(res.shape[:-1] + (1,)).astype(dtype)
         s = (np.array(bare(x), copy=True) + (0 if bias is None else bias.reshape((g,) + ones))) + wide
         np.testing.assert_array_equal(plan(x, wide), activation.unary(code, s, 1.25, 0.0) if code >= 0 else s)
+
+
+def test_static_convolution_called_with_its_runtime_operands(tmp_path):
+    """On a static model a convolution with constant filters -- alone, or fused with its bias and a residual
+    Add and Relu -- is written into the plan's straight-line runner as a call with its runtime operands (the
+    data, and the residual: the kernel's static_call); the results are the kernel's own bits (a profiled
+    run calls the kernel), and a dynamic model keeps the kernel call."""
+    from irbuilder import IRBuilder
+
+    rng = np.random.default_rng(41)
+    w1 = (rng.standard_normal((8, 4, 3, 3)) / 4).astype(np.float32)
+    w2 = (rng.standard_normal((8, 8, 1, 1)) / 4).astype(np.float32)
+    bias = rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
+    x = rng.standard_normal((1, 4, 9, 9)).astype(np.float32)
+    conv = {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1]}
+    one = {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0]}
+    for dims, static in (((1, 4, 9, 9), True), ((-1, 4, 9, 9), False)):
+        b = IRBuilder(f"conv{static}")
+        p = b.parameter("x", dims, "f32")
+        shape = (dims[0], 8, 9, 9)
+        (h,) = b.layer("Convolution", [p, b.const(w1)], [(shape, "f32")], conv, version="opset1")
+        (g,) = b.layer("Convolution", [h, b.const(w2)], [(shape, "f32")], one, version="opset1")
+        (g,) = b.layer("Add", [g, b.const(bias)], [(shape, "f32")], version="opset1")
+        (g,) = b.layer("Add", [g, h], [(shape, "f32")], version="opset1")
+        (y,) = b.layer("Relu", [g], [(shape, "f32")], version="opset1", names=["y"])
+        b.result(y)
+        m = irnorm.load(b.save(tmp_path / str(static)))
+        lines = [ln for ln in m._plan.source.splitlines() if "= fast" in ln]
+        assert len(lines) == (2 if static else 0)
+        if static:
+            assert any(ln.count(", v") == 1 for ln in lines)  # the fused step: data and residual
+        hx = R.convolution(x.astype(np.float64), w1.astype(np.float64), [1, 1], [1, 1], [1, 1], [1, 1])
+        gx = R.convolution(hx, w2.astype(np.float64), [1, 1], [0, 0], [0, 0], [1, 1]) + bias + hx
+        want = np.maximum(gx, 0)
+        for _ in range(2):  # planned on the first run, the bound path after
+            got = m.run({"x": x})["y"]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+            np.testing.assert_array_equal(got, m.run({"x": x}, profile=True)["y"])

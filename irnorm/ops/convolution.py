@@ -271,6 +271,21 @@ class _ForwardBase(Op):
                 y = conv.conv_forward(xc, wp, tuple(k), strides, dilations, begin, out_sp)
             return [_to_output(y, dtype)]
 
+        x_shape = ctx.inputs[0].shape
+        if ready is not None and x_shape is not None and all(d >= 0 for d in x_shape):
+            # Constant filters on a static model: the plan's straight-line runner calls this with the step's
+            # runtime operands (the data, and a fused residual) -- the bound plan without the operand list,
+            # the key and the geometry's unpacking (runtime/plan.py)
+            w_key = np.shape(wconst)
+
+            def static_call(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+                geom = memo.get((x.shape, w_key))
+                if geom is None or geom[4] is None or x.dtype != work:  # not planned yet: as run() does
+                    return run([x, wconst] if res is None else [x, wconst, res])[0]
+                if epilogue is not None:
+                    return geom[4](x, res)
+                return _to_output(geom[4](x), dtype)
+            run.static_call = static_call
         return run
 
 

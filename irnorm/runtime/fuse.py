@@ -513,9 +513,12 @@ _EPILOGUE_IN_PLAN = ("Convolution", "GroupConvolution")
 
 
 def _filter_between(kernel: Kernel, consts: Sequence[np.ndarray]) -> Kernel:
-    """`kernel` on [data, *consts, *rest] as a step's kernel on [data, *rest]."""
+    """`kernel` on [data, *consts, *rest] as a step's kernel on [data, *rest] (and the kernel's static_call,
+    which takes the runtime operands: the straight-line runner's form)."""
     def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return kernel([xs[0], *consts, *xs[1:]])
+    if hasattr(kernel, "static_call"):
+        run.static_call = kernel.static_call  # type: ignore[attr-defined]
     return run
 
 

@@ -258,11 +258,13 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
             lines += [f"        v{s} = None" for s in st.free_slots]
             continue
         fast = getattr(st.kernel, "static_call", None)
-        if static_model and fast is not None and len(st.out_slots) == 1 and list(runtime) == [0]:
-            # a kernel with a form for its one runtime operand on a static model (MatMul by a constant B):
-            # called with that array, the result returned as it is (no operand list, no list back)
+        if static_model and fast is not None and len(st.out_slots) == 1 and runtime and 0 in runtime:
+            # a kernel with a form for its runtime operands on a static model (a MatMul by a constant B, a
+            # convolution with constant filters and maybe a fused residual): called with those arrays in
+            # order, the result returned as it is (no operand list, no list back)
             names[f"fast{j}"] = fast
-            lines.append(f"        k = {j}; v{st.out_slots[0]} = fast{j}(v{runtime[0]})")
+            args = ", ".join(f"v{runtime[i]}" for i in sorted(runtime))
+            lines.append(f"        k = {j}; v{st.out_slots[0]} = fast{j}({args})")
             lines += [f"        v{s} = None" for s in st.free_slots]
             continue
         operands = []
