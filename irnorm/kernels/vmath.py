@@ -15,9 +15,13 @@ AVX2/AVX-512 lanes:
   float32 (erf is +-1 in float32 beyond 4); within 8 ulp (7.5 measured, near +-1), also relative
   to tiny results; NaN stays NaN.
 
-No fastmath contraction inside them: an FMA would round differently from a multiply and an add, and
-results must not depend on the CPU.  float64 arguments take libm (``math.exp`` / ``math.erf``): f64
-data keeps full double accuracy.
+The polynomial and range-reduction steps are explicit fused multiply-adds (``_fma``, LLVM's
+``llvm.fma`` intrinsic: one rounding, as IEEE 754 defines it), never fastmath contraction (which lets
+LLVM decide per CPU which products fuse, so results would depend on the CPU); an explicit FMA rounds
+the same everywhere (a CPU without FMA instructions gets libm's ``fmaf``: slower, the same bits).
+Against a multiply and an add per step the FMA form is ~25% faster (AVX2 EPYC: 16.9K exps 15-19 ->
+12-14 us).  float64 arguments take libm (``math.exp`` / ``math.erf``): f64 data keeps full double
+accuracy.
 """
 
 from __future__ import annotations
@@ -41,6 +45,20 @@ def _pow2(typingctx, n):
         return builder.bitcast(bits, llvm_ir.FloatType())
 
     return types.float32(types.int32), codegen
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c rounded once (float32), as llvm.fma: a vector FMA instruction on every AVX2 CPU."""
+    if not all(t == types.float32 for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        f32 = llvm_ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f32], llvm_ir.FunctionType(f32, [f32, f32, f32]))
+        return builder.call(fn, args)
+
+    return types.float32(types.float32, types.float32, types.float32), codegen
 
 
 _F = np.float32
@@ -72,15 +90,15 @@ def verf(x):  # pragma: no cover - only the overload below is ever called (insid
 def _exp32(x):
     xc = x if x > _EXP_LO else _EXP_LO  # selects, not branches; NaN falls through to the last line
     xc = xc if xc < _EXP_HI else _EXP_HI
-    n = (xc * _LOG2E + _ROUND) - _ROUND  # round to nearest
-    r = xc - n * _LN2_HI
-    r = r - n * _LN2_LO
-    p = _E0 * r + _E1
-    p = p * r + _E2
-    p = p * r + _E3
-    p = p * r + _E4
-    p = p * r + _E5
-    p = p * r * r + r + _ONE
+    n = _fma(xc, _LOG2E, _ROUND) - _ROUND  # round to nearest
+    r = _fma(-n, _LN2_HI, xc)
+    r = _fma(-n, _LN2_LO, r)
+    p = _fma(_E0, r, _E1)
+    p = _fma(p, r, _E2)
+    p = _fma(p, r, _E3)
+    p = _fma(p, r, _E4)
+    p = _fma(p, r, _E5)
+    p = p * r * r + r + _ONE  # (the last step unfused: 0.975 ulp at most, fused 1.005)
     ni = np.int32(n)
     half = ni >> np.int32(1)  # 2**n in two factors: n in [-150, 128] reaches subnormals and inf
     y = p * _pow2(half) * _pow2(ni - half)
@@ -91,16 +109,16 @@ def _erf32(x):
     xc = x if x > -_FOUR else -_FOUR
     xc = xc if xc < _FOUR else _FOUR
     x2 = xc * xc
-    p = _A[0] * x2 + _A[1]
-    p = p * x2 + _A[2]
-    p = p * x2 + _A[3]
-    p = p * x2 + _A[4]
-    p = p * x2 + _A[5]
-    p = p * x2 + _A[6]
-    q = _B[0] * x2 + _B[1]
-    q = q * x2 + _B[2]
-    q = q * x2 + _B[3]
-    q = q * x2 + _B[4]
+    p = _fma(_A[0], x2, _A[1])
+    p = _fma(p, x2, _A[2])
+    p = _fma(p, x2, _A[3])
+    p = _fma(p, x2, _A[4])
+    p = _fma(p, x2, _A[5])
+    p = _fma(p, x2, _A[6])
+    q = _fma(_B[0], x2, _B[1])
+    q = _fma(q, x2, _B[2])
+    q = _fma(q, x2, _B[3])
+    q = _fma(q, x2, _B[4])
     y = xc * p / q
     return y if x == x else x
 
