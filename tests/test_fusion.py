@@ -699,24 +699,84 @@ def test_matmul_bias_activation_is_one_step(tmp_path, act, bias, dtype, dynamic,
         compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype), **w})
 
 
-@pytest.mark.parametrize("case", ["middle_axis_bias", "residual", "used_twice", "f16", "integer"])
+@pytest.mark.parametrize("case", ["middle_axis_bias", "broadcast_residual", "used_twice", "f16", "integer"])
 def test_matmul_is_left_alone(tmp_path, case):
-    """A bias varying along another axis, a non-constant Add, a product used twice, f16 or integer data:
-    no MatMul fusion."""
+    """A bias varying along another axis, a computed addend the sum broadcasts, a product used twice, f16 or
+    integer data: no MatMul fusion."""
     rng = np.random.default_rng(4)
     dtype = {"f16": np.float16, "integer": np.int32}.get(case, np.float32)
     x = op1.parameter([2, 3, 4], dtype, name="x")
     mm = op1.matmul(x, op1.constant((rng.standard_normal([4, 4]) * 3).astype(dtype)), False, False)
     if case == "middle_axis_bias":
         y = op1.relu(op1.add(mm, op1.constant(rng.standard_normal([3, 1]).astype(dtype))))
-    elif case == "residual":
-        y = op1.relu(op1.add(mm, x))
+    elif case == "broadcast_residual":  # a computed [1, 3, 4] addend: the sum is not a residual Add
+        y = op1.relu(op1.add(mm, op1.reduce_max(x, op1.constant(np.array([0], np.int64)), True)))
     elif case == "used_twice":
         y = op1.add(op1.relu(op1.add(mm, op1.constant(np.ones([4], dtype)))), mm)
     else:
         y = op1.relu(op1.add(mm, op1.constant(np.ones([4], dtype))))
     xml = save(_model([_named(y, "y")], [x]), tmp_path, "m")
     _left_alone(xml, "MatMul", {"x": (rng.standard_normal([2, 3, 4]) * 3).astype(dtype)})
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("residual_first", [False, True])
+def test_matmul_residual_add_is_one_step(tmp_path, bias, dtype, dynamic, residual_first):
+    """A transformer block's `x + proj(h)`: MatMul by constant weights -> (+ bias) -> Add of a computed tensor
+    of the product's shape (either operand order; here computed after the MatMul, so the step runs where
+    the Add ran). No step of its own for the Add, the residual added in the linear layer's call;
+    bit-identical to the layers (NaN, infinities, signed zeros), static and dynamic (the dynamic model also
+    with rows past the one-call path), and equal to OpenVINO's results. On a static model the straight-line
+    runner calls it with its two runtime operands."""
+    rng = np.random.default_rng(7 + int(bias) + 2 * int(dynamic) + 4 * int(residual_first))
+    k, n = 12, 10
+    shape = [2, 5, k]
+    x = op1.parameter([-1, -1, k] if dynamic else shape, dtype, name="x")
+    mm = op1.matmul(x, op1.constant(rng.standard_normal([n, k]).astype(dtype)), False, True)
+    if bias:
+        mm = op1.add(mm, op1.constant(rng.standard_normal(n).astype(dtype)))
+    # the residual: another linear layer of x, computed after the first (it follows it in the file)
+    other = op1.matmul(x, op1.constant(rng.standard_normal([k, n]).astype(dtype)), False, False)
+    y = op1.add(other, mm) if residual_first else op1.add(mm, other)
+    xml = save(_model(_named(y, "y"), [x]), tmp_path, "r")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    # two steps, every Add fused (with the residual first, the other MatMul may take it: then the sum's
+    # other operand is the biased product)
+    assert len(fused._plan.steps) == 2, fused.fused_steps
+    assert sum(f[0].count("+Add") for f in fused.fused_steps) == (2 if bias else 1), fused.fused_steps
+    calls = [ln for ln in fused._plan.source.splitlines() if "= fast" in ln]
+    assert len(calls) == (0 if dynamic else 2) and (dynamic or sum(ln.count(", v") for ln in calls) == 1), calls
+    feeds = [rng.standard_normal(shape).astype(dtype)]
+    feeds[0].reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    if dynamic:
+        feeds.append(rng.standard_normal([3, 700, k]).astype(dtype))  # past the one-call path
+    for feed in feeds:
+        for _ in range(2):  # planned on the first run, the bound path after
+            np.testing.assert_array_equal(fused.run({"x": feed})["y"], plain.run({"x": feed})["y"])
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+def test_matmul_residual_that_broadcasts_at_run_time(tmp_path):
+    """A dynamic model whose residual and product both read [-1, -1, N] but meet as [1, 5, N] + [2, 5, N]:
+    the fused step falls back to the Add layer's broadcasting, as the layers do."""
+    rng = np.random.default_rng(5)
+    x = op1.parameter([-1, -1, 6], np.float32, name="x")
+    r = op1.parameter([-1, -1, 4], np.float32, name="r")
+    mm = op1.add(op1.matmul(x, op1.constant(rng.standard_normal([6, 4]).astype(np.float32)), False, False),
+                 op1.constant(rng.standard_normal(4).astype(np.float32)))
+    xml = save(_model(_named(op1.add(mm, r), "y"), [x, r]), tmp_path, "b")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert "MatMul+Add+Add" in [f[0] for f in fused.fused_steps]
+    for xs, rs in (([2, 5, 6], [1, 5, 4]), ([1, 5, 6], [3, 5, 4]), ([2, 5, 6], [2, 5, 4])):
+        feed = {"x": rng.standard_normal(xs).astype(np.float32), "r": rng.standard_normal(rs).astype(np.float32)}
+        got, want = fused.run(feed)["y"], plain.run(feed)["y"]
+        assert got.shape == want.shape == np.broadcast_shapes(tuple(xs[:2]) + (4,), tuple(rs))
+        np.testing.assert_array_equal(got, want)
+    compare_with_openvino(xml, {"x": rng.standard_normal([2, 5, 6]).astype(np.float32),
+                                "r": rng.standard_normal([1, 5, 4]).astype(np.float32)})
 
 
 @pytest.mark.parametrize("code_name, with_bias", [("gelu_erf", True), ("relu", False), (None, True)])

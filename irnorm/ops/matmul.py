@@ -84,10 +84,11 @@ class MatMul(Op):
         return [TensorInfo(shape, a.dtype)]
 
     def build(self, ctx: NodeContext, epilogue: Any = None):
-        """The kernel on [A, B].  With an `epilogue` (kernels.activation.Epilogue: a bias along the last axis
-        and an activation, no residual; f32/f64 data), the kernel of a fused step (the runtime's
+        """The kernel on [A, B].  With an `epilogue` (kernels.activation.Epilogue: a bias along the last axis,
+        a residual, an activation; f32/f64 data), the kernel of a fused step (the runtime's
         matmul_bias_activation rule) that applies it to the product: in the same call where the product is
-        a small one by a constant B (kernels/linear.py), else as a pass of its own."""
+        a small one by a constant B (kernels/linear.py), else as a pass of its own.  With a residual the
+        kernel is on [A, B, R]: (A @ B + bias) + R, then the activation."""
         from ..kernels import blas  # lazy: validate and --help never import the kernels
         from ..kernels.linear import linear_plan
 
@@ -119,14 +120,21 @@ class MatMul(Op):
         small_plans: dict[tuple, bool] = {}  # (A's shape, B's shape) -> one np.matmul does it
         rows_ok = b_ready is not None and np.ndim(const_b) == 2 and dtype == work and not ta
 
+        residual = epilogue is not None and epilogue.residual
         finish = _epilogue_pass(epilogue)
 
         def run(ins):
             y, done = product(ins)
-            return [y if done else finish(y)]
+            if done:
+                return [y]
+            return [finish(y, ins[2]) if residual else finish(y)]
+
+        def fits(res: np.ndarray, shape: tuple[int, ...]) -> bool:
+            """The residual is what the one-call path reads: the product's shape and type, C-contiguous."""
+            return res.shape == shape and res.dtype == dtype and res.flags.c_contiguous
 
         def product(ins):
-            a, b = ins
+            a, b = ins[0], ins[1]
             if rows_ok and a.ndim >= 2 and a.dtype == dtype and a.flags.c_contiguous:
                 plan = rows_plans.get(a.shape)
                 if plan is None:
@@ -139,8 +147,12 @@ class MatMul(Op):
                 y_shape, a_rows, y_rows, blocks, one_call = plan
                 y = np.empty(y_shape, dtype)
                 if one_call is not None:  # the product and the epilogue in one call
-                    one_call(a.reshape(a_rows), y.reshape(y_rows))
-                    return y, True
+                    if not residual:
+                        one_call(a.reshape(a_rows), y.reshape(y_rows))
+                        return y, True
+                    if fits(ins[2], y_shape):
+                        one_call(a.reshape(a_rows), y.reshape(y_rows), ins[2].reshape(y_rows))
+                        return y, True
                 if blocks is None:
                     # np.dot: the same GEMM as np.matmul on 2-D operands, without the ufunc machinery (~0.4 us)
                     np.dot(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
@@ -206,7 +218,15 @@ class MatMul(Op):
                 y = np.empty(plan[0], dtype)
                 plan[4](a.reshape(plan[1]), y.reshape(plan[2]))
                 return y
-            run.static_call = static_call
+
+            def static_call_residual(a: np.ndarray, res: np.ndarray) -> np.ndarray:
+                plan = rows_plans.get(a.shape) if a.flags.c_contiguous and a.dtype == dtype else None
+                if plan is None or plan[4] is None or not fits(res, plan[0]):
+                    return run([a, const_b, res])[0]
+                y = np.empty(plan[0], dtype)
+                plan[4](a.reshape(plan[1]), y.reshape(plan[2]), res.reshape(plan[2]))
+                return y
+            run.static_call = static_call_residual if residual else static_call
         return run
 
 
@@ -219,6 +239,17 @@ def _epilogue_pass(epilogue: Any) -> Any:
     from ..kernels.activation import bias_activation_last
 
     bias, code, p0, p1 = epilogue.bias, epilogue.code, epilogue.p0, epilogue.p1
+    if epilogue.residual:  # bias, then the residual, then the activation: the layers' order
+        add_bias = _epilogue_pass(epilogue._replace(code=-1, residual=False))
+
+        def finish_residual(y: np.ndarray, res: np.ndarray) -> np.ndarray:
+            y = add_bias(y)
+            if res.shape == y.shape and res.dtype == y.dtype:
+                np.add(y, res, out=y)
+            else:  # a dynamic model's residual that broadcasts: the Add layer's numpy broadcasting
+                y = np.add(y, res)
+            return y if code < 0 else bias_activation_last(y, None, code, p0, p1)
+        return finish_residual
     tiles: dict[tuple[int, ...], np.ndarray] = {}
 
     def finish(y: np.ndarray) -> np.ndarray:

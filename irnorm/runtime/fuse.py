@@ -725,7 +725,9 @@ def _with_epilogue(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float
 def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     """MatMul -> Add of a constant along the last axis -> an activation (either may be missing, not
     both), on f32/f64 data: the bias and the activation run in place on the product (how exports write
-    every linear layer, and a transformer MLP's Gelu)."""
+    every linear layer, and a transformer MLP's Gelu).  With no activation, an Add of another computed
+    tensor of the product's shape after them is taken too (a transformer block's residual: `x + proj(h)`),
+    the step's third operand."""
     if node.op_type != "MatMul" or any(s is None for s in node.sources):
         return None
     y = node.outputs[0]
@@ -738,14 +740,17 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
         if hit is not None:
             reshape, reshaped, (user, code, p0, p1) = hit
             nodes += [reshape, user]
+    residual = _residual_add(fc, nodes[-1]) if code < 0 and reshaped is None else None
+    if residual is not None:
+        nodes.append(residual[0])
     if len(nodes) == 1:
         return None
     from ..kernels.activation import Epilogue
 
-    # the MatMul's own kernel applies the bias and activation: in its call for a small product by a constant
-    # matrix (kernels/linear.py), else in place on the fresh product
+    # the MatMul's own kernel applies the bias and activation (and the residual): in its call for a small
+    # product by a constant matrix (kernels/linear.py), else in place on the fresh product
     matmul = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1),
-                           Epilogue(bias, code, p0, p1, False))
+                           Epilogue(bias, code, p0, p1, residual is not None))
 
     def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
         (y,) = matmul(xs)
@@ -754,7 +759,9 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     if reshaped is None and hasattr(matmul, "static_call"):
         run.static_call = matmul.static_call  # type: ignore[attr-defined]  # the straight-line runner's form
 
-    return Fusion(nodes, [tuple(s) for s in node.sources], run, "+".join(n.op_type for n in nodes))
+    operands = [tuple(s) for s in node.sources] + ([residual[1]] if residual is not None else [])
+    # with a residual the step runs where the Add did: its other operand may be computed after the MatMul
+    return Fusion(nodes, operands, run, "+".join(n.op_type for n in nodes), place_last=residual is not None)
 
 
 def _reshape_then_activation(fc: FuseContext, node: Node) -> tuple[Node, tuple[int, ...], tuple] | None:
