@@ -383,3 +383,34 @@ def test_power_by_constant_exponent_matches_c_pow(tmp_path, p, fused):
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=0, equal_nan=True)
     finite_zero = (got == 0) & (want == 0)
     assert np.array_equal(np.signbit(got[finite_zero]), np.signbit(want[finite_zero])), "signed zeros differ"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_static_small_binary_ops_call_numpy_directly(tmp_path, dtype):
+    """On a static model a small float binary op that takes numpy's ufunc (a computed operand and a constant
+    on either side, or two computed ones; broadcasting into the larger) is written into the plan's
+    straight-line runner as the ufunc's own call with every operand; the results are the kernel's bits (a
+    profiled run calls the kernel), with inf/NaN/signed zeros, and a dynamic model keeps the kernel call."""
+    rng = np.random.default_rng(17)
+    et = {np.float32: "f32", np.float64: "f64"}[dtype]
+    row = rng.standard_normal(6).astype(dtype)
+    x = rng.standard_normal((3, 4, 6)).astype(dtype)
+    x.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    for dims, static in (((3, 4, 6), True), ((-1, 4, 6), False)):
+        b = IRBuilder(f"bin{static}")
+        p = b.parameter("x", dims, et)
+        shape = (dims[0], 4, 6)
+        (h,) = b.layer("Multiply", [p, b.const(row)], [(shape, et)], version="opset1")  # constant second
+        (g,) = b.layer("Subtract", [b.const(row), h], [(shape, et)], version="opset1")  # constant first
+        (g,) = b.layer("Divide", [g, h], [(shape, et)], version="opset1")  # both computed
+        (y,) = b.layer("Maximum", [g, p], [(shape, et)], version="opset1", names=["y"])
+        b.result(y)
+        m = irnorm.load(b.save(tmp_path / str(static)))
+        assert m._plan.source.count("= every") == (4 if static else 0)
+        h = x * row
+        with np.errstate(all="ignore"):
+            want = np.maximum((row - h) / h, x)
+        for _ in range(2):
+            got = m.run({"x": x})["y"]
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got, m.run({"x": x}, profile=True)["y"])

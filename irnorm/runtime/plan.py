@@ -274,6 +274,14 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
             else:
                 names[f"c{j}_{i}"] = c
                 operands.append(f"c{j}_{i}")
+        every = getattr(st.kernel, "static_all", None)
+        if static_model and every is not None and len(st.out_slots) == 1:
+            # a kernel with a form for all its operands on a static model (a small elementwise op: numpy's
+            # ufunc itself): called with them in order, constants bound by name, the result as it is
+            names[f"every{j}"] = every
+            lines.append(f"        k = {j}; v{st.out_slots[0]} = every{j}({', '.join(operands)})")
+            lines += [f"        v{s} = None" for s in st.free_slots]
+            continue
         call = f"kernel{j}([{', '.join(operands)}])"
         if len(st.out_slots) == 1:
             lines.append(f"        k = {j}; v{st.out_slots[0]} = {call}[0]")
