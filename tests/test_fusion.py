@@ -608,7 +608,7 @@ def test_squeeze_excite_is_one_step(tmp_path, monkeypatch, dtype, shape, dynamic
 
     calls: list = []
     orig = conv.squeeze_excite
-    monkeypatch.setattr(conv, "squeeze_excite", lambda *a: calls.append(a[2].shape) or orig(*a))
+    monkeypatch.setattr(conv, "squeeze_excite", lambda *a: calls.append(a[0].shape) or orig(*a))
     rng = np.random.default_rng(shape[1] + len(shape))
     xml = save(_squeeze_excite(rng, dtype, shape, dynamic, inner, gate, bias1, gate_first), tmp_path, "se")
     fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)

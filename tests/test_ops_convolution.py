@@ -803,3 +803,44 @@ def test_static_convolution_called_with_its_runtime_operands(tmp_path):
             got = m.run({"x": x})["y"]
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
             np.testing.assert_array_equal(got, m.run({"x": x}, profile=True)["y"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("pixels", [1, 2, 3, 4, 5])
+def test_narrow_products_as_dot_products(tmp_path, monkeypatch, dtype, pixels):
+    """A one-call convolution whose output has at most DOT_MAX_COLS pixels per image (a late stage's 2x2 or
+    1x1 map) computes its product as dot products (kernels/conv.py's _dot_columns) instead of cblas_?gemm:
+    against the float64 reference and the GEMM way within rounding, and the fused step (bias, residual,
+    Relu) bit-identical to the layers. Five pixels take the GEMM."""
+    from irbuilder import IRBuilder
+
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(60 + pixels)
+    et = element_type(dtype)
+    x = rng.standard_normal((2, 24, 3, pixels + 2)).astype(dtype)
+    x.reshape(-1)[:4] = [0.0, -0.0, 1e30, -1e30]
+    w3 = (rng.standard_normal((20, 24, 3, 3)) / 14).astype(dtype)
+    w1 = (rng.standard_normal((20, 20, 1, 1)) / 5).astype(dtype)
+    bias = rng.standard_normal((1, 20, 1, 1)).astype(dtype)
+    valid = {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0]}
+    shape = (2, 20, 1, pixels)
+    b = IRBuilder("narrow")
+    p = b.parameter("x", x.shape, et)
+    (h,) = b.layer("Convolution", [p, b.const(w3)], [(shape, et)], valid, version="opset1")  # unfolded
+    (g,) = b.layer("Convolution", [h, b.const(w1)], [(shape, et)], valid, version="opset1")  # 1x1
+    (g,) = b.layer("Add", [g, b.const(bias)], [(shape, et)], version="opset1")
+    (g,) = b.layer("Add", [g, h], [(shape, et)], version="opset1")
+    (y,) = b.layer("Relu", [g], [(shape, et)], version="opset1", names=["y"])
+    b.result(y)
+    xml = b.save(tmp_path)
+    hx = R.convolution(x.astype(np.float64), w3.astype(np.float64), [1, 1], [0, 0], [0, 0], [1, 1])
+    want = np.maximum(R.convolution(hx, w1.astype(np.float64), [1, 1], [0, 0], [0, 0], [1, 1]) + bias + hx, 0)
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    got = fused.run({"x": x})["y"]
+    np.testing.assert_array_equal(got, plain.run({"x": x})["y"])
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max()))
+    monkeypatch.setattr(conv, "DOT_MAX_COLS", 0)  # plans made from here on take cblas_?gemm
+    by_gemm = irnorm.load(xml).run({"x": x})["y"]
+    np.testing.assert_allclose(got, by_gemm, rtol=tol, atol=tol * float(np.abs(want).max()))
