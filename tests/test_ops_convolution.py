@@ -844,3 +844,54 @@ def test_narrow_products_as_dot_products(tmp_path, monkeypatch, dtype, pixels):
     monkeypatch.setattr(conv, "DOT_MAX_COLS", 0)  # plans made from here on take cblas_?gemm
     by_gemm = irnorm.load(xml).run({"x": x})["y"]
     np.testing.assert_allclose(got, by_gemm, rtol=tol, atol=tol * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("shape, stride, pads", [
+    ((1, 16, 32, 32), 1, ([1, 1], [1, 1])),
+    ((2, 8, 33, 36), 2, ([1, 0], [0, 1])),    # odd sizes, asymmetric padding, stride 2 on few channels
+    ((1, 4, 18, 40), (1, 2), ([0, 0], [0, 0])),  # no padding, a different stride per axis
+    ((2, 32, 48, 48), 1, ([1, 1], [1, 1])),  # above DEPTHWISE_PARALLEL_MIN: planes shared over the threads
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise3_rows(tmp_path, shape, stride, pads, dtype):
+    """3x3 depthwise convolutions with output rows of DEPTHWISE3_MIN_WIDTH or more take kernels/conv.py's
+    depthwise3 (nine taps summed in registers along the row): against the float64 reference, the fused step
+    (bias, residual Add, Relu) bit-identical to the layers, with inf/NaN/signed zeros in the input."""
+    from irbuilder import IRBuilder
+
+    rng = np.random.default_rng(sum(shape))
+    et = element_type(dtype)
+    n, c, h, w_in = shape
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    (pt, pl), (pbm, pr) = pads
+    oh, ow = (h + pt + pbm - 3) // sh + 1, (w_in + pl + pr - 3) // sw + 1
+    assert ow >= 16
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    w = rng.standard_normal((c, 1, 1, 3, 3)).astype(dtype)
+    bias = rng.standard_normal((1, c, 1, 1)).astype(dtype)
+    res = rng.standard_normal((n, c, oh, ow)).astype(dtype)
+    attrs = {"strides": [sh, sw], "dilations": [1, 1], "pads_begin": [pt, pl], "pads_end": [pbm, pr]}
+    out = ((n, c, oh, ow), et)
+    b = IRBuilder("dw3")
+    p = b.parameter("x", shape, et)
+    r = b.parameter("r", res.shape, et)
+    (y,) = b.layer("GroupConvolution", [p, b.const(w)], [out], attrs, version="opset1")
+    (y,) = b.layer("Add", [y, b.const(bias)], [out], version="opset1")
+    (y,) = b.layer("Add", [y, r], [out], version="opset1")
+    (y,) = b.layer("Relu", [y], [out], version="opset1", names=["y"])
+    b.result(y)
+    xml = b.save(tmp_path)
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert fused.fused_steps and fused.fused_steps[0][0] == "GroupConvolution+Add+Add+Relu"
+    got = fused.run({"x": x, "r": res})["y"]
+    np.testing.assert_array_equal(got, plain.run({"x": x, "r": res})["y"])
+    clean = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+    want = np.maximum(R.group_convolution(clean, w, [sh, sw], [pt, pl], [pbm, pr], [1, 1]) + bias + res, 0)
+    got_clean = fused.run({"x": clean, "r": res})["y"]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got_clean, want, rtol=tol, atol=tol)
+    # NaN/inf spread only to the outputs whose window holds them (as in the reference's own arithmetic)
+    poisoned = R.group_convolution(np.where(np.isfinite(x), 0.0, 1.0), np.ones_like(w), [sh, sw], [pt, pl],
+                                   [pbm, pr], [1, 1]) > 0
+    np.testing.assert_array_equal(got[~poisoned], got_clean[~poisoned])

@@ -1373,6 +1373,93 @@ def depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, 
     return with_epilogue(plan, epilogue)
 
 
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _three_taps(s, xf, i, a, b, c):  # pragma: no cover
+    """s + a * xf[i] + b * xf[i + 1] + c * xf[i + 2], added in that order."""
+    s += a * xf[np.uintp(i)]
+    s += b * xf[np.uintp(i + 1)]
+    s += c * xf[np.uintp(i + 2)]
+    return s
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _depthwise3_planes(xf, w, out, hp, wp, sh, sw, t0, t1):  # pragma: no cover
+    """Output planes t0..t1-1 of a 3x3 depthwise convolution (dilation 1, strides sh, sw) from the
+    zero-padded planes xf ([N*C planes of hp x wp] flat, hp = (OH - 1) * sh + 3, wp = (OW - 1) * sw + 3):
+    each output element sums its nine taps in registers, in (ky, kx) order from zero (the padded-row
+    kernel's sums), with the row of outputs as the vector loop.  The padded-row kernel adds every tap into
+    a row in memory instead: a load and a store per tap and element ([1, 64, 16, 16]: 37 -> 11 us)."""
+    c_count, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    zero = cast_like(0.0, xf)
+    for task in range(t0, t1):
+        n = task // c_count
+        o = task - n * c_count
+        base = task * hp * wp
+        f = w[o]
+        a0, a1, a2, b0, b1, b2 = f[0, 0], f[0, 1], f[0, 2], f[1, 0], f[1, 1], f[1, 2]
+        c0, c1, c2 = f[2, 0], f[2, 1], f[2, 2]
+        for oy in range(oh):
+            r0 = base + oy * sh * wp
+            dst = out[n, o, oy]
+            for ox in range(ow):
+                i = r0 + ox * sw
+                s = _three_taps(zero, xf, i, a0, a1, a2)
+                s = _three_taps(s, xf, i + wp, b0, b1, b2)
+                s = _three_taps(s, xf, i + 2 * wp, c0, c1, c2)
+                dst[np.uintp(ox)] = s
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def depthwise3(x, fill, buf, w, out, sh, sw, tasks, res, bias, code, p0, p1, k):  # pragma: no cover
+    """A 3x3 depthwise convolution (one input channel per output channel, dilation 1) of x (flat [N*C
+    planes]) in one call: the zero-padded planes into buf (fill: fill_padded's geometry), the planes
+    (_depthwise3_planes; `tasks` groups over the threads, 1: the calling thread), then a fused step's
+    epilogue (epilogue_rows) on out [N, C, OH, OW]."""
+    planes, h, w_in, hp, wp, ys, ye, xs, xe, y0, x0 = fill
+    fill_padded(x, planes, h, w_in, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+    if tasks == 1:
+        _depthwise3_planes(buf, w, out, hp, wp, sh, sw, 0, planes)
+    else:
+        for t in prange(tasks):
+            _depthwise3_planes(buf, w, out, hp, wp, sh, sw, t * planes // tasks, (t + 1) * planes // tasks)
+    n_count, c_count = out.shape[0], out.shape[1]
+    epilogue_rows(out.reshape((n_count * c_count, out.shape[2] * out.shape[3])), res, bias, c_count, code, p0, p1,
+                  k)
+
+
+# 3x3 depthwise convolutions (dilation 1) with output rows at least this wide take depthwise3 -- at stride
+# 1, and at stride 2 below CHANNELS_INNER_MIN channels (AVX2 EPYC, one thread, padding included: [1, 64, 16,
+# 16] 55 -> 28 us, [1, 16, 32, 32] 36 -> 18, [1, 8, 32, 32] /2 29 -> 13; the channels-inner kernel stays
+# ahead on narrower rows and for many channels at stride 2).
+DEPTHWISE3_MIN_WIDTH = 16
+
+
+def _depthwise3_plan(x5_shape: tuple[int, ...], w3: np.ndarray, out_shape: tuple[int, ...], s, pb,
+                     tasks: int, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
+    """_depthwise_plan's 3x3 path (depthwise3) for inputs of shape x5_shape [N, C, 1, H, W]."""
+    dtype = w3.dtype
+    oh, ow = out_shape[2], out_shape[3]
+    hp, wp = (oh - 1) * s[1] + 3, (ow - 1) * s[2] + 3
+    planes, h, w_in, ys, ye, xs, xe, y0, x0 = _fill_geometry(x5_shape, hp, wp, pb)
+    fill = (planes, h, w_in, hp, wp, ys, ye, xs, xe, y0, x0)
+    e = _epilogue_args(epilogue, dtype)
+    rows_shape = (out_shape[0] * out_shape[1], oh * ow)
+    run = entry(depthwise3, c_array(1, dtype), fill, c_array(1, dtype), w3, c_array(4, dtype), s[1], s[2], tasks,
+                c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
+
+    def rows3(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        if _broadcasts(epilogue, res, out_shape, dtype):
+            return with_epilogue(_depthwise3_plan(x5_shape, w3, out_shape, s, pb, tasks, None), epilogue)(x, res)
+        out = OUTPUTS.empty(out_shape, dtype)
+        buf = SCRATCH.get(0, (planes * hp * wp,), dtype)
+        run(np.ascontiguousarray(x).reshape(-1), fill, buf, w3, out, s[1], s[2], tasks,
+            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
+        return out
+    rows3.fused = True  # type: ignore[attr-defined]
+    rows3.parallel = tasks > 1  # type: ignore[attr-defined]
+    return rows3
+
+
 def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, pads_begin, out_spatial,
                     w_inner: np.ndarray | None, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     n, g = x_shape[:2]
@@ -1386,6 +1473,10 @@ def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations,
     work = prod(out_shape) * w4[0].size
     tasks = 1 if work < DEPTHWISE_PARALLEL_MIN else min(n * co, 64)
     out_planes = (n, co) + tuple(o3[1:])
+    if (co == g and kk == [1, 3, 3] and d == [1, 1, 1] and o3[0] == 1 and o3[2] >= DEPTHWISE3_MIN_WIDTH
+            and s[0] == 1 and s[1] in (1, 2) and (s[2] == 1 or s[2] == 2 and g < CHANNELS_INNER_MIN)
+            and w.dtype.kind == "f"):
+        return _depthwise3_plan(x5_shape, w4.reshape(co, 3, 3), out_shape, s, pb, tasks, epilogue)
     if (tasks == 1 and co == g and g >= CHANNELS_INNER_MIN and o3[0] == 1 and kk[0] == 1 and s[0] == 1
             and (s != [1, 1, 1] or o3[1] * o3[2] <= CHANNELS_INNER_PLANE)):
         wt = (w_inner if w_inner is not None else channels_inner_filter(w)).reshape(kk[1], kk[2], co)
