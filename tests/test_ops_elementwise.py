@@ -202,7 +202,9 @@ def test_kernel_fast_paths_match_numpy_semantics():
     from irnorm.kernels import elementwise as kern
 
     rng = np.random.default_rng(8)
-    cases = PATTERNS + [_random_pattern(rng) for _ in range(30)] + [((70000,), (70000,)), ((3, 40000), (3, 1))]
+    # large ones past elementwise.SMALL (f32/f64 below it take numpy's ufunc), on the kernel's threads
+    cases = PATTERNS + [_random_pattern(rng) for _ in range(30)] + [((70000,), (70000,)), ((3, 40000), (3, 1)),
+                                                                     ((200_000,), (200_000,)), ((3, 70000), (3, 1))]
     for dtype in (np.float32, np.float64, np.float16, ml_dtypes.bfloat16):
         for sa, sb in cases:
             a, b = _values(rng, sa, dtype), _values(rng, sb, dtype)

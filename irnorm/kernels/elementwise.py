@@ -335,11 +335,13 @@ def collapse(out_shape: tuple[int, ...], a_shape: tuple[int, ...], b_shape: tupl
             (0,) * pad + tuple(reversed(sb)))
 
 
-# Up to this many elements (where the Numba kernel would run on one thread anyway) a numpy ufunc call
-# beats planning the broadcast and dispatching to Numba: 1.2 against 11 us for [1,65,64] + [1,65,64],
-# 29 against 209 us for [1,4096,8] + [8] (measured on an AVX2 machine); for these ops on f32/f64 it
-# computes the same IEEE operation, so results are bit-identical either way.
-SMALL = PARALLEL_MIN
+# Up to this many elements a numpy ufunc call beats planning the broadcast and dispatching to Numba: 1.2
+# against 11 us for [1,65,64] + [1,65,64], 29 against 209 us for [1,4096,8] + [8] (measured on an AVX2
+# machine); for these ops on f32/f64 it computes the same IEEE operation, so results are bit-identical
+# either way.  Numpy's SIMD loops stay ahead of the kernel on its two threads up to 128K elements (AVX2
+# EPYC, [1, 64, N] + scalar / same shape / per channel / last axis: 12-30 against 40-44 us at 64K; mixed at
+# 256K, the kernel ahead from 1M).
+SMALL = 1 << 17
 _SMALL_UFUNC = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: np.divide, MAX: np.maximum, MIN: np.minimum}
 _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 
