@@ -297,8 +297,9 @@ class Convolution(_ForwardBase):
     doc = ("data [N, C_in, spatial...] (1-D to 3-D), filter [C_out, C_in, k...]; strides, dilations, explicit "
            "pads or auto_pad valid/same_upper/same_lower; im2col (Numba, parallel) + one batched BLAS GEMM; "
            "larger 2-D ones band by band of output rows (an L2-sized unfold and one BLAS call per band, bands "
-           "over the threads), few output channels by a direct kernel; small ones (one single-threaded GEMM, "
-           "or a serial direct kernel) and a fused step's bias / residual / activation in one Numba call.")
+           "over the threads), few output channels by a direct kernel; small ones (one single-threaded GEMM -- "
+           "dot products in Numba for at most 4 output pixels -- or a serial direct kernel) and a fused step's "
+           "bias / residual / activation in one Numba call.")
 
     def _channels(self, x, w):
         if x[1] != -1 and w[1] != -1 and x[1] != w[1]:
@@ -314,7 +315,8 @@ class GroupConvolution(_ForwardBase):
     grouped = True
     doc = ("data [N, C_in, spatial...], filter [G, C_out/G, C_in/G, k...]; attributes as Convolution; grouped "
            "im2col + batched GEMM, depthwise (C_in/G = 1) by a direct parallel kernel (small ones with channels "
-           "innermost, a fused step's epilogue in the same call).")
+           "innermost, 3x3 ones with rows of 16+ outputs summing their taps in registers, a fused step's epilogue in "
+           "the same call).")
 
     def _channels(self, x, w):
         g, cpg, cin_g = w[0], w[1], w[2]
