@@ -205,3 +205,26 @@ def test_bound_kernels_still_read_views_correctly():
     strided = np.zeros((1, 8, 6, 12), np.float32)[..., ::2]
     strided[...] = y
     np.testing.assert_array_equal(epilogue(strided), want)
+
+
+def test_every_kernel_module_shares_one_source_stamp(tmp_path):
+    """A kernel's cache entry is keyed to a hash over every kernel module, not only its own file: a kernel
+    inlining another module's function (softmax's rows inline vmath's exp) is recompiled when that module
+    changes, instead of loading the old machine code. The hash follows every file's bytes and name."""
+    from irnorm.kernels import jit, softmax
+
+    assert jit.PACKAGE_STAMP
+    stamp = jit.kernels_source_stamp()
+    assert softmax._rows_serial._cache._impl.locator.get_source_stamp() == stamp
+    for name, text in (("a.py", "x = 1\n"), ("b.py", "y = 2\n")):
+        (tmp_path / name).write_text(text)
+    (tmp_path / "notes.txt").write_text("not a module")
+    first = jit.kernels_source_stamp(str(tmp_path))
+    assert jit.kernels_source_stamp(str(tmp_path)) == first
+    (tmp_path / "notes.txt").write_text("changed")
+    assert jit.kernels_source_stamp(str(tmp_path)) == first  # only .py files count
+    (tmp_path / "b.py").write_text("y = 3\n")
+    second = jit.kernels_source_stamp(str(tmp_path))
+    assert second != first
+    (tmp_path / "b.py").rename(tmp_path / "c.py")
+    assert jit.kernels_source_stamp(str(tmp_path)) not in (first, second)

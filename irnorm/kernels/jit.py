@@ -20,6 +20,7 @@ names checked) in the Numba versions tested; ``IRNORM_NUMBA_FULL_LOAD=1`` keeps 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numba
@@ -27,7 +28,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core.dispatcher import Dispatcher
 
-__all__ = ["LIGHT_LOADER", "c_array", "entry", "njit", "prange", "types"]
+__all__ = ["LIGHT_LOADER", "PACKAGE_STAMP", "c_array", "entry", "kernels_source_stamp", "njit", "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
@@ -75,6 +76,56 @@ def _install() -> bool:
 
 
 LIGHT_LOADER = _install()
+
+
+# ---- one source stamp for every kernel module --------------------------------------------------------
+# Numba keys a cached kernel to its own source file (a hash of it, or its mtime and size in older
+# releases), but a kernel's machine code also holds what it inlined or called from other modules: after
+# vmath.py's exp changed, softmax.py's cached kernels kept the old exp until their cache files were
+# deleted.  So every kernel module's stamp is one hash over all of them: changing any kernel file
+# recompiles every kernel (an installed release changes them all at once anyway).
+
+_KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def kernels_source_stamp(directory: str = _KERNELS_DIR) -> bytes:
+    """sha256 over the names and bytes of every .py file in `directory`, in name order."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(f for f in os.listdir(directory) if f.endswith(".py")):
+        digest.update(name.encode() + b"\0")
+        with open(os.path.join(directory, name), "rb") as f:
+            digest.update(f.read())
+    return digest.digest()
+
+
+def _install_package_stamp() -> bool:
+    from numba.core import caching
+
+    mixin = getattr(caching, "_SourceFileBackedLocatorMixin", None)
+    original = getattr(mixin, "get_source_stamp", None)
+    if original is None or getattr(original, "_irnorm", False):
+        return original is not None
+    stamp: list[bytes] = []  # computed on the first kernel module's cache lookup, once per process
+
+    def get_source_stamp(self: Any) -> Any:
+        path = getattr(self, "_py_file", None)
+        if path and not getattr(sys, "frozen", False) and os.path.dirname(os.path.abspath(path)) == _KERNELS_DIR:
+            if not stamp:
+                try:
+                    stamp.append(kernels_source_stamp())
+                except OSError:  # the sources cannot be listed or read: each file's own stamp, as Numba does
+                    return original(self)
+            return stamp[0]
+        return original(self)
+
+    get_source_stamp._irnorm = True  # type: ignore[attr-defined]
+    mixin.get_source_stamp = get_source_stamp
+    return True
+
+
+PACKAGE_STAMP = _install_package_stamp()
 
 
 # ---- calling a kernel without the dispatcher -----------------------------------------------------
