@@ -274,3 +274,83 @@ def test_static_linear_called_with_its_one_operand(tmp_path):
             got = m.run({"x": x})["y"]
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
             np.testing.assert_array_equal(got, m.run({"x": x}, profile=True)["y"])
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_narrow_linear_as_dot_products(rows, dtype):
+    """A product of at most NARROW_ROWS rows by a constant weight (a classifier head, one token) runs as
+    dot products against the weight's [N, K] rows (kernels/linear.py narrow_linear): the float64
+    product's values to rounding; its columns split over threads give the same bits as one range; the
+    bias, the residual and the activation are the Add / Add / activation layers' operations in order."""
+    from irnorm.kernels import activation
+    from irnorm.kernels.linear import (
+        NARROW_PARALLEL_MIN,
+        NARROW_ROWS,
+        linear_plan,
+        narrow_linear,
+        narrow_linear_parallel,
+    )
+
+    assert rows <= NARROW_ROWS
+    rng = np.random.default_rng(rows)
+    depth, n = 700, 1003  # rows * K * N over NARROW_PARALLEL_MIN: the split path; N not a multiple of anything
+    assert rows * depth * n >= NARROW_PARALLEL_MIN
+    a = rng.standard_normal((rows, depth)).astype(dtype)
+    weight = rng.standard_normal((n, depth)).astype(dtype)  # as exported: [N, K], transpose_b
+    bias = rng.standard_normal(n).astype(dtype)
+    res = rng.standard_normal((rows, n)).astype(dtype)
+    exact = a.astype(np.float64) @ weight.T.astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+
+    bare = np.empty((rows, n), dtype)
+    linear_plan(rows, weight.T, None)(a, bare)  # B as the transposed view of the weight: no copy
+    np.testing.assert_allclose(bare, exact, rtol=tol, atol=tol * np.sqrt(depth))
+    k = activation._K64 if dtype == np.float64 else activation._K32
+    zero = dtype(0)
+    for tasks in (2, 3, 7):
+        split = np.empty((rows, n), dtype)
+        narrow_linear_parallel(a, weight, split, np.zeros((0, 1), dtype), np.zeros(0, dtype), -1, zero, zero, k, tasks)
+        np.testing.assert_array_equal(split, bare)
+    one = np.empty((rows, n), dtype)
+    narrow_linear(a, weight, one, np.zeros((0, 1), dtype), np.zeros(0, dtype), -1, zero, zero, k)
+    np.testing.assert_array_equal(one, bare)
+
+    for code in (-1, activation.RELU, activation.GELU_ERF):
+        got = np.empty((rows, n), dtype)
+        linear_plan(rows, np.ascontiguousarray(weight.T), activation.Epilogue(bias, code, 0.0, 0.0, False),
+                    lambda: weight)(a, got)
+        np.testing.assert_array_equal(got, activation.bias_activation_last(bare.copy(), bias, code))
+    got = np.empty((rows, n), dtype)
+    linear_plan(rows, weight.T, activation.Epilogue(bias, -1, 0.0, 0.0, True))(a, got, res)
+    np.testing.assert_array_equal(got, (bare + bias) + res)
+
+
+def test_narrow_linear_in_a_model(tmp_path):
+    """A one-row linear layer with its bias, a residual and a Relu after (a classifier head on one image)
+    through the loaded model: the float64 reference's values, the same result on every run and from the
+    unfused plan's layers to rounding."""
+    from irbuilder import IRBuilder
+
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((640, 900)).astype(np.float32)
+    w2 = rng.standard_normal((900, 640)).astype(np.float32)  # not transposed: [K, N]
+    bias = rng.standard_normal(640).astype(np.float32)
+    x = rng.standard_normal((1, 900)).astype(np.float32)
+    b = IRBuilder("head")
+    p = b.parameter("x", (1, 900), "f32")
+    (h,) = b.layer("MatMul", [p, b.const(w1)], [((1, 640), "f32")], {"transpose_b": True}, version="opset1")
+    (h,) = b.layer("Add", [h, b.const(bias)], [((1, 640), "f32")], version="opset1")
+    (r,) = b.layer("Relu", [h], [((1, 640), "f32")], version="opset1")
+    (y,) = b.layer("MatMul", [p, b.const(w2)], [((1, 640), "f32")], version="opset1")
+    (y,) = b.layer("Add", [y, r], [((1, 640), "f32")], version="opset1", names=["y"])
+    b.result(y)
+    xml = b.save(tmp_path / "head")
+    m, unfused = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    x64 = x.astype(np.float64)
+    want = x64 @ w2 + np.maximum(x64 @ w1.T + bias, 0)
+    first = m.run({"x": x})["y"]
+    np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(first, unfused.run({"x": x})["y"], rtol=1e-5, atol=1e-4)
+    for _ in range(2):
+        np.testing.assert_array_equal(m.run({"x": x})["y"], first)

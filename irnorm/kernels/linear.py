@@ -11,12 +11,87 @@ from collections.abc import Callable
 import numpy as np
 
 from . import PARALLEL_MIN, blas
-from .activation import _ACT_CHUNK, _K32, _K64, Epilogue, _bias_act_cols, _bias_act_short_rows
+from .activation import _ACT_CHUNK, _K32, _K64, Epilogue, _add_activate, _bias_act_cols, _bias_act_short_rows
 from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm
-from .jit import c_array, entry, njit
+from .jit import c_array, entry, njit, prange
 
 # Products with at most this many output elements take the one call (above, the epilogue runs on the pool).
 LINEAR_ONE_CALL_MAX = PARALLEL_MIN
+
+# A product of at most this many rows of A (a classifier head on one image, a decoder's next token) is
+# computed as dot products of A's rows with the weight's [N, K] rows (narrow_linear), not by cblas_?gemm:
+# OpenBLAS's sgemm packs all of B for it, so the product costs as much as one with a hundred rows
+# ([1, 576] x [576, 1024], MobileNetV3's head: 169 us by sgemm, 42 as dot products; [2, 512] x [512, 1000]
+# 157 against 65; AVX2 EPYC, one thread).
+NARROW_ROWS = 4
+# Multiply-adds (rows * K * N) from which a narrow product's columns are split over Numba's threads (the
+# weight streams from L3 at about one core's bandwidth: [1, 1024] x [1024, 1000] 70 -> 41 us on two;
+# [1, 256] x [256, 512] gains nothing).
+NARROW_PARALLEL_MIN = 1 << 19
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
+def _narrow_dots(a, wt, out, n0, n1, zero):  # pragma: no cover
+    """out[r, n] = a[r] . wt[n] for columns n0..n1-1: each a dot product of two contiguous rows, the sum
+    reassociated so that it runs in vector lanes (as BLAS reassociates its sums: the lanes' order follows
+    the CPU's vector width).  A column's value does not depend on which columns share its call."""
+    rows, depth = a.shape
+    for n in range(n0, n1):
+        w = wt[n]
+        r = 0
+        while r + 1 < rows:  # two rows per pass over w: half the loads of w
+            a0, a1 = a[r], a[r + 1]
+            s0 = s1 = zero
+            for j in range(depth):
+                v = w[j]
+                s0 += a0[j] * v
+                s1 += a1[j] * v
+            out[r, n] = s0
+            out[r + 1, n] = s1
+            r += 2
+        if r < rows:
+            ar = a[r]
+            s = zero
+            for j in range(depth):
+                s += ar[j] * w[j]
+            out[r, n] = s
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _narrow_part(a, wt, out, res, bias, code, p0, p1, k, n0, n1):  # pragma: no cover
+    """Columns n0..n1-1 of narrow_linear: the dot products, then linear()'s epilogue on them -- the same
+    operations per element in the same order (+ bias, + residual, the activation)."""
+    _narrow_dots(a, wt, out, n0, n1, k[0])
+    has_bias = bias.shape[0] > 0
+    part = bias[n0:n1] if has_bias else bias
+    buf = np.empty(min(_ACT_CHUNK, max(1, n1 - n0)), out.dtype)
+    for r in range(a.shape[0]):
+        o = out[r, n0:n1]
+        if res.shape[0] > 0:
+            other = res[r, n0:n1]
+            if has_bias:
+                for j in range(o.shape[0]):
+                    o[j] = (o[j] + part[j]) + other[j]
+            else:
+                for j in range(o.shape[0]):
+                    o[j] = o[j] + other[j]
+        elif code >= 0 or has_bias:
+            _add_activate(code, o, part, k[0], has_bias, buf, p0, p1, k)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def narrow_linear(a, wt, out, res, bias, code, p0, p1, k):  # pragma: no cover
+    """out [M, N] = a [M, K] @ wt [N, K]^T, then + bias[n], + res [M, N] (when it has rows), the activation
+    `code` (linear()'s epilogue), for a product of a few rows (NARROW_ROWS), on the calling thread."""
+    _narrow_part(a, wt, out, res, bias, code, p0, p1, k, 0, wt.shape[0])
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def narrow_linear_parallel(a, wt, out, res, bias, code, p0, p1, k, tasks):  # pragma: no cover
+    """narrow_linear with the columns cut into `tasks` ranges run on Numba's threads: the same values."""
+    n = wt.shape[0]
+    for t in prange(tasks):
+        _narrow_part(a, wt, out, res, bias, code, p0, p1, k, t * n // tasks, (t + 1) * n // tasks)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -51,17 +126,22 @@ def linear(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, 
                 out[r, j] += bias[j]
 
 
-def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None) -> Callable[..., None] | None:
+def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None,
+                b_rows: Callable[[], np.ndarray] | None = None) -> Callable[..., None] | None:
     """For A of `rows` rows and the constant B [K, N] (f32/f64; C-contiguous, or the transposed view of a
     C-contiguous [N, K] weight): ``run(a_rows, out_rows[, res_rows])`` doing linear() into the caller's out
     [rows, N] (with an epilogue's residual: res_rows, C-contiguous [rows, N] of B's dtype); None where it
     does not apply (no driven BLAS, a product large enough for several threads, an output for the pool, a
-    residual followed by an activation)."""
+    residual followed by an activation).  A product of at most NARROW_ROWS rows runs as narrow_linear on
+    B's transpose [N, K]: ``b_rows()`` when given (the caller's copy, made once), else B's own memory
+    when B is the transposed view of one, else a copy made here (of a C-contiguous B)."""
     dtype = b.dtype
     if dtype not in (np.float32, np.float64) or b.ndim != 2 or 0 in b.shape or rows == 0:
         return None
     if epilogue is not None and epilogue.residual and epilogue.code >= 0:
         return None
+    if rows <= NARROW_ROWS:
+        return _narrow_plan(rows, b, epilogue, b_rows)
     depth, n = b.shape
     if rows * n >= LINEAR_ONE_CALL_MAX or blas.column_blocks(rows, n, depth) is not None:
         return None
@@ -75,17 +155,58 @@ def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None) -> Callable
     if address is None:
         return None
     gemm_at, blas_int = address
-    bias, code, p0, p1 = (epilogue.bias, epilogue.code, epilogue.p0, epilogue.p1) if epilogue else (None, -1, 0, 0)
-    bias_v = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(np.asarray(bias, dtype).reshape(-1))
-    if bias_v.shape[0] not in (0, n):
+    epilogue_args = _epilogue_args(dtype, n, epilogue)
+    if epilogue_args is None:
         return None
-    ftype = dtype.type
-    k = _K64 if dtype == np.float64 else _K32
     args = (base, trans, ldb)
-    tail = (bias_v, code, ftype(p0), ftype(p1), k, ftype(1), ftype(0))
+    tail = (*epilogue_args, dtype.type(1), dtype.type(0))
     no_res = np.zeros((0, 1), dtype)
     call = entry(linear, gemm_at, blas_int, c_array(2, dtype), *args, c_array(2, dtype), no_res, *tail)
 
     def run(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
         call(gemm_at, blas_int, a_rows, *args, out_rows, res_rows, *tail)
+    return run
+
+
+def _epilogue_args(dtype: np.dtype, n: int, epilogue: Epilogue | None) -> tuple | None:
+    """(bias [N or 0], code, p0, p1, constants) as the kernels take them, or None for a bias of another length."""
+    bias, code, p0, p1 = (epilogue.bias, epilogue.code, epilogue.p0, epilogue.p1) if epilogue else (None, -1, 0, 0)
+    bias_v = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(np.asarray(bias, dtype).reshape(-1))
+    if bias_v.shape[0] not in (0, n):
+        return None
+    ftype = dtype.type
+    return bias_v, code, ftype(p0), ftype(p1), (_K64 if dtype == np.float64 else _K32)
+
+
+def _narrow_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None,
+                 b_rows: Callable[[], np.ndarray] | None) -> Callable[..., None] | None:
+    """linear_plan's run for a product of at most NARROW_ROWS rows: narrow_linear (on several threads
+    from NARROW_PARALLEL_MIN multiply-adds)."""
+    depth, n = b.shape
+    tail = _epilogue_args(b.dtype, n, epilogue)
+    if tail is None:
+        return None
+    if b_rows is None and not b.flags.c_contiguous and not b.T.flags.c_contiguous:
+        return None  # as for the GEMM: B must be one C block (or the caller's b_rows given)
+    wt = b_rows() if b_rows is not None else np.ascontiguousarray(b.T)
+    if wt.shape != (n, depth) or wt.dtype != b.dtype or not wt.flags.c_contiguous:
+        return None
+    no_res = np.zeros((0, 1), b.dtype)
+    tasks = 1
+    if rows * depth * n >= NARROW_PARALLEL_MIN and n >= 32:
+        import numba
+
+        # one range per thread: equal shares (the split does not change a value; a third range on two
+        # threads left one of them a second share to run alone)
+        tasks = min(n // 16, max(2, numba.get_num_threads()))
+    if tasks > 1:
+        call = entry(narrow_linear_parallel, c_array(2, b.dtype), wt, c_array(2, b.dtype), no_res, *tail, tasks)
+
+        def run_parallel(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
+            call(a_rows, wt, out_rows, res_rows, *tail, tasks)
+        return run_parallel
+    call = entry(narrow_linear, c_array(2, b.dtype), wt, c_array(2, b.dtype), no_res, *tail)
+
+    def run(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
+        call(a_rows, wt, out_rows, res_rows, *tail)
     return run

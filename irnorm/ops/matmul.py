@@ -71,7 +71,8 @@ class MatMul(Op):
     inputs = (2, 2)
     doc = ("A [..., M, K] x B [..., K, N], batch dims broadcast (numpy rule), 1-D operands as in the spec; "
            "floats through numpy's BLAS (f16/bf16 in float32), integers in their own type; a constant B is "
-           "laid out once at load time.")
+           "laid out once at load time; a product of at most 4 rows by a constant B (a classifier head, one "
+           "token) as dot products in Numba against B's [N, K] rows, its columns split over the threads when large.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         a, b = ctx.inputs
@@ -114,6 +115,16 @@ class MatMul(Op):
             # packs a row-major B faster ([65, 64] x [64, 64]: 8.3 -> 5.4 us); large weights stay views
             b_ready = np.ascontiguousarray(b_ready)
 
+        weight_rows: list[np.ndarray] = []
+
+        def b_rows() -> np.ndarray:
+            """B's transpose [N, K], C-contiguous, for products of a few rows (kernels/linear.py's
+            narrow_linear): an exported weight [N, K] (transpose_b) as it is, another B copied once."""
+            if not weight_rows:
+                weight_rows.append(np.ascontiguousarray(np.swapaxes(np.asarray(const_b), -1, -2) if not tb
+                                                        else const_b, dtype=work))
+            return weight_rows[0]
+
         # constant B [K, N], A [..., M, K] in the compute type: (A's shape) -> (result shape, A's rows
         # shape, whether the product may get more BLAS threads), for the one-GEMM path below
         rows_plans: dict[tuple, tuple] = {}
@@ -141,7 +152,7 @@ class MatMul(Op):
                     rows = math.prod(a.shape[:-1])
                     blocks = blas.column_blocks(rows, b_ready.shape[-1], a.shape[-1])
                     plan = (a.shape[:-1] + (b_ready.shape[-1],), (rows, a.shape[-1]), (rows, b_ready.shape[-1]),
-                            blocks, linear_plan(rows, b_ready, epilogue) if blocks is None else None)
+                            blocks, linear_plan(rows, b_ready, epilogue, b_rows) if blocks is None else None)
                     if len(rows_plans) < 64:
                         rows_plans[a.shape] = plan
                 y_shape, a_rows, y_rows, blocks, one_call = plan
