@@ -294,7 +294,7 @@ def test_narrow_linear_as_dot_products(rows, dtype):
 
     assert rows <= NARROW_ROWS
     rng = np.random.default_rng(rows)
-    depth, n = 700, 1003  # rows * K * N over NARROW_PARALLEL_MIN: the split path; N not a multiple of anything
+    depth, n = 2100, 1003  # rows * K * N over NARROW_PARALLEL_MIN: the split path; N not a multiple of anything
     assert rows * depth * n >= NARROW_PARALLEL_MIN
     a = rng.standard_normal((rows, depth)).astype(dtype)
     weight = rng.standard_normal((n, depth)).astype(dtype)  # as exported: [N, K], transpose_b

@@ -25,9 +25,11 @@ LINEAR_ONE_CALL_MAX = PARALLEL_MIN
 # 157 against 65; AVX2 EPYC, one thread).
 NARROW_ROWS = 4
 # Multiply-adds (rows * K * N) from which a narrow product's columns are split over Numba's threads (the
-# weight streams from L3 at about one core's bandwidth: [1, 1024] x [1024, 1000] 70 -> 41 us on two;
-# [1, 256] x [256, 512] gains nothing).
-NARROW_PARALLEL_MIN = 1 << 19
+# weight streams from L3 at about one core's bandwidth: [1, 1024] x [1024, 1000] 70 -> 41 us on two,
+# [1, 256] x [256, 512] gains nothing).  High, because a classifier head follows serial steps: waking
+# Numba's sleeping workers cost ~40 us inside a network here (ViT's first parallel linear layer: 58 ->
+# 100 us where its twin after a parallel step gained 6 us).
+NARROW_PARALLEL_MIN = 1 << 21
 
 
 @njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
