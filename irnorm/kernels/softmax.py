@@ -55,18 +55,25 @@ BLOCK = 32
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _exp_rows(x, out, r0, r1, ms):
+def _exp_rows(x, out, r0, r1, ms, diff):
     """out[r] = exp(x[r] - ms[r - r0]) for rows r0..r1-1 of C-contiguous x and out: the differences
-    first, then exp over the block's elements as one flat run, in whole vectors (per row, a row of 65
-    left one element to a scalar exp).  No fastmath: reassociation would undo vexp's rounding step."""
+    first, into `diff` (scratch of at least (r1 - r0) * n elements), then exp from there into the block's
+    rows of out as one flat run, in whole vectors (per row, a row of 65 left one element to a scalar exp).
+    Out of place: the same exp in place over out ran 1.5x slower ([260, 65]: 17.4 against 11.6 us).
+    No fastmath: reassociation would undo vexp's rounding step."""
     n = x.shape[1]
+    q = 0
     for r in range(r0, r1):
         m = ms[r - r0]
+        d = diff[q:q + n]  # indices from 0: no wraparound checks, the loop vectorizes
+        xr = x[r]
         for j in range(n):
-            out[r, j] = x[r, j] - m
-    seg = out.reshape(-1)[r0 * n:r1 * n]  # indices from 0: no wraparound checks, the loop vectorizes
-    for i in range(seg.shape[0]):
-        seg[i] = vexp(seg[i])
+            d[j] = xr[j] - m
+        q += n
+    seg = out.reshape(-1)[r0 * n:r1 * n]
+    src = diff[:q]
+    for i in range(q):
+        seg[i] = vexp(src[i])
 
 
 @njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
@@ -80,15 +87,16 @@ def _sum_rows(out, r0, r1, sums):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _block(x, out, x_bits, out_bits, r0, r1, log, ms, sums):
-    """Softmax (or log-softmax) of rows r0..r1-1 (at most BLOCK); ms, sums: BLOCK-long scratch."""
+def _block(x, out, x_bits, out_bits, r0, r1, log, ms, sums, diff):
+    """Softmax (or log-softmax) of rows r0..r1-1 (at most BLOCK); ms, sums: BLOCK-long scratch, diff:
+    scratch of BLOCK rows (or r1 - r0) of x's width."""
     n = x.shape[1]
     for r in range(r0, r1):
         m = _row_max(x_bits, out_bits, out, r)  # in x's type: float32 rows take the vectorized exp
         if m == -np.inf:  # all -inf (a fully masked row): let NaN arise as in the formula
             m = cast_like(0.0, x)
         ms[r - r0] = m
-    _exp_rows(x, out, r0, r1, ms)
+    _exp_rows(x, out, r0, r1, ms, diff)
     _sum_rows(out, r0, r1, sums)
     for r in range(r0, r1):
         s = sums[r - r0]
@@ -106,8 +114,9 @@ def _block(x, out, x_bits, out_bits, r0, r1, log, ms, sums):
 def _rows_serial(x, out, log):
     x_bits, out_bits = bits_of(x), bits_of(out)
     ms, sums = np.empty(BLOCK, x.dtype), np.empty(BLOCK, np.float64)
+    diff = np.empty(min(BLOCK, x.shape[0]) * x.shape[1], x.dtype)
     for r0 in range(0, x.shape[0], BLOCK):
-        _block(x, out, x_bits, out_bits, r0, min(x.shape[0], r0 + BLOCK), log, ms, sums)
+        _block(x, out, x_bits, out_bits, r0, min(x.shape[0], r0 + BLOCK), log, ms, sums, diff)
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
@@ -117,7 +126,7 @@ def _rows_parallel(x, out, log):
     for b in prange((rows + BLOCK - 1) // BLOCK):
         r0 = b * BLOCK
         _block(x, out, x_bits, out_bits, r0, min(rows, r0 + BLOCK), log, np.empty(BLOCK, x.dtype),
-               np.empty(BLOCK, np.float64))
+               np.empty(BLOCK, np.float64), np.empty(BLOCK * x.shape[1], x.dtype))
 
 
 def softmax_rows(x: np.ndarray, log: bool = False) -> np.ndarray:
@@ -185,7 +194,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     scores = np.empty((1, n_s), q.dtype)
     probs = np.empty((1, n_s), q.dtype)
     scores_bits, probs_bits = bits_of(scores), bits_of(probs)
-    row_max, row_sum = np.empty(1, q.dtype), np.empty(1, np.float64)
+    row_max, row_sum, diff = np.empty(1, q.dtype), np.empty(1, np.float64), np.empty(n_s, q.dtype)
     has_mask = mask.shape[2] > 0
     per_key = mask.shape[2] > 1
     minus_inf = cast_like(-np.inf, q)
@@ -197,7 +206,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
             for j in range(n_s):
                 scores[0, j] = _masked(_dot(q[b, i], k[b, j]) * scale, causal and j > i, has_mask, mask, mb, mi,
                                        j if per_key else 0, bool_mask, zero, minus_inf)
-            _block(scores, probs, scores_bits, probs_bits, 0, 1, False, row_max, row_sum)
+            _block(scores, probs, scores_bits, probs_bits, 0, 1, False, row_max, row_sum, diff)
             o = out[b, i]
             for c in range(n_ev):
                 o[c] = 0
@@ -227,7 +236,7 @@ def _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, ou
     scores = np.empty((n_q, n_s), q.dtype)
     probs = np.empty((n_q, n_s), q.dtype)
     scores_bits, probs_bits = bits_of(scores), bits_of(probs)
-    ms, sums = np.empty(BLOCK, q.dtype), np.empty(BLOCK, np.float64)
+    ms, sums, diff = np.empty(BLOCK, q.dtype), np.empty(BLOCK, np.float64), np.empty(BLOCK * n_s, q.dtype)
     for b in range(h0, h1):
         call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, n_q, n_s, n_e, one, _head_at(q, b), ldq,
                   _head_at(k, b), ldk, zero, scores.ctypes.data, n_s)
@@ -238,7 +247,7 @@ def _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, ou
                 scores[i, j] = _masked(scores[i, j] * scale, causal and j > i, has_mask, mask, mb, mi,
                                        j if per_key else 0, bool_mask, zero, minus_inf)
         for r0 in range(0, n_q, BLOCK):
-            _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums)
+            _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums, diff)
         call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, n_q, n_ev, n_s, one, probs.ctypes.data, n_s,
                   _head_at(v, b), ldv, zero, out.ctypes.data + b * n_q * n_ev * item, n_ev)
 
