@@ -47,6 +47,7 @@ from .activation import (
 from .blas_blocks import NO_TRANS, ROW_MAJOR, call_gemm
 from .halfprec import cast_like
 from .jit import c_array, entry, njit, prange
+from .linear import dot_lanes
 from .opcodes import REDUCE_SUM
 from .planes import fill_padded
 from .pool import OUTPUTS, SCRATCH
@@ -722,11 +723,7 @@ def _dot_columns(w, col, out):  # pragma: no cover
     for co in range(cout):
         wr = w[co]
         for j in range(p):
-            tj = t[j]
-            a = zero
-            for k in range(ck):
-                a += wr[k] * tj[k]
-            out[co, j] = a
+            out[co, j] = dot_lanes(wr, t[j], zero)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

@@ -32,6 +32,16 @@ NARROW_ROWS = 4
 NARROW_PARALLEL_MIN = 1 << 21
 
 
+@njit(nogil=True, cache=True, fastmath={"reassoc"}, inline="always", error_model="numpy")
+def dot_lanes(a, b, zero):  # pragma: no cover
+    """a . b over a's length, the sum reassociated so that it runs in vector lanes (as BLAS reassociates its
+    sums: the lanes' order follows the CPU's vector width)."""
+    s = zero
+    for j in range(a.shape[0]):
+        s += a[j] * b[j]
+    return s
+
+
 @njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
 def _narrow_dots(a, wt, out, n0, n1, zero):  # pragma: no cover
     """out[r, n] = a[r] . wt[n] for columns n0..n1-1: each a dot product of two contiguous rows, the sum
@@ -52,11 +62,7 @@ def _narrow_dots(a, wt, out, n0, n1, zero):  # pragma: no cover
             out[r + 1, n] = s1
             r += 2
         if r < rows:
-            ar = a[r]
-            s = zero
-            for j in range(depth):
-                s += ar[j] * w[j]
-            out[r, n] = s
+            out[r, n] = dot_lanes(a[r], w, zero)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
