@@ -95,6 +95,40 @@ def test_gather_matches_openvino(tmp_path):
 
 
 @requires_openvino
+def test_gather_of_one_constant_index_is_indexing_in_the_static_runner(tmp_path):
+    """A Gather picking one slice by a constant in-range index on a static model is written into the
+    straight-line runner as the indexing itself (a view along the first axis that is not 1, a copy
+    elsewhere; a [1] index keeps the axis; rank-1 data gives a 0-d array); an out-of-range index keeps the
+    kernel (zeros). OpenVINO's results bit for bit, numpy's take, and an output that is a view of the
+    caller's input is still the model's own array."""
+    rng = np.random.default_rng(40)
+    cases = [((3, 4, 5), 0, np.array(2)), ((1, 4, 5), 1, np.array(-1)), ((3, 4, 5), 2, np.array(4)),
+             ((3, 4, 5), -2, np.array([1])), ((6,), 0, np.array(5, np.int32)), ((3, 4, 5), 1, np.array(7)),
+             ((2, 3), 0, np.array(-2))]
+    for k, (shape, axis, idx) in enumerate(cases):
+        x = op1.parameter(list(shape), np.float32, name="x")
+        g = op8.gather(x, C(idx, idx.dtype), C(axis))
+        xml = save(_model({"g": g, "h": op1.multiply(g, C(np.float32(2), np.float32))}, [x]), tmp_path, f"sel{k}")
+        data = _f32(rng, shape)
+        got = compare_with_openvino(xml, {"x": data}, tol=(0, 0))
+        n = shape[axis]
+        in_range = -n <= int(idx.reshape(-1)[0]) < n
+        if in_range:
+            np.testing.assert_array_equal(got["g"], np.take(data, idx, axis=axis))
+        else:
+            assert not got["g"].any()
+        m = irnorm.load(xml)
+        indexed = any("...]" in line for line in m._plan.source.splitlines())
+        assert indexed == in_range, (k, m._plan.source)
+        ax = axis % len(shape)
+        if in_range:
+            assert (".copy()" in m._plan.source) == any(d != 1 for d in shape[:ax]), k
+        out = m.run({"x": data})["g"]
+        assert isinstance(out, np.ndarray) and not np.shares_memory(out, data)
+        np.testing.assert_array_equal(out, got["g"])
+
+
+@requires_openvino
 def test_gather_negative_and_out_of_range_indices(tmp_path):
     data = (np.arange(5) * 10).astype(np.float32)
     idx = [-1, 4, 7, -6, 0]

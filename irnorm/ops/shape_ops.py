@@ -279,7 +279,37 @@ class _GatherBase(Op):
                     memo[key] = params
             return [gather(data, idx, *params)]
 
+        # A static data shape and one constant in-range index on a constant axis (a `select`: Swin's and
+        # ViT's q / k / v of a fused projection, a class token): the planner's straight-line runner writes
+        # this step as the indexing itself on a static model (runtime/plan.py), without the call.  Along
+        # the first axis that is not 1 the result is a view of the data (as a Reshape's is), else a copy.
+        expr = _select_expr(ctx, self._batch_dims(ctx))
+        if expr is not None:
+            run.static_expr = expr
         return run
+
+
+def _select_expr(ctx: NodeContext, batch_dims: int) -> str | None:
+    """The static_expr of a Gather that picks one slice by a constant index: ``{x}[:, i, ...]`` (a view where
+    every dim before the axis is 1), ``{x}[:, i, ...].copy()`` otherwise; a [1]-shaped index keeps the axis
+    (``i:i+1``).  None when anything is not known now or the index is out of range (the kernel's zeros)."""
+    data, idx, axis_v = ctx.inputs[0].shape, ctx.inputs[1].value, ctx.inputs[2].value
+    if data is None or any(d < 0 for d in data) or idx is None or axis_v is None or batch_dims != 0:
+        return None
+    idx = np.asarray(idx)
+    if idx.dtype.kind not in "iu" or idx.shape not in ((), (1,)) or np.asarray(axis_v).size != 1:
+        return None
+    axis = int(np.asarray(axis_v).reshape(-1)[0])
+    if not -len(data) <= axis < len(data):
+        return None
+    axis %= len(data)
+    n, i = data[axis], int(idx.reshape(-1)[0])
+    if not -n <= i < n:
+        return None
+    i %= n
+    pick = str(i) if idx.shape == () else f"{i}:{i + 1}"
+    expr = "{x}[" + ", ".join([":"] * axis + [pick, "..."]) + "]"  # the Ellipsis: an array even at rank 0
+    return expr if all(d == 1 for d in data[:axis]) else expr + ".copy()"
 
 
 _GATHER_DOC = ("data, indices (integer), axis (constant scalar or [1]); output data.shape[:axis] + "
