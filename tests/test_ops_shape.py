@@ -97,10 +97,10 @@ def test_gather_matches_openvino(tmp_path):
 @requires_openvino
 def test_gather_of_one_constant_index_is_indexing_in_the_static_runner(tmp_path):
     """A Gather picking one slice by a constant in-range index on a static model is written into the
-    straight-line runner as the indexing itself (a view along the first axis that is not 1, a copy
-    elsewhere; a [1] index keeps the axis; rank-1 data gives a 0-d array); an out-of-range index keeps the
-    kernel (zeros). OpenVINO's results bit for bit, numpy's take, and an output that is a view of the
-    caller's input is still the model's own array."""
+    straight-line runner as the indexing itself (a view where it is one C block, else a copy; a [1] index
+    keeps the axis; rank-1 data gives a 0-d array); an out-of-range index keeps the kernel (zeros).
+    OpenVINO's results bit for bit, numpy's take, and an output that is a view of the caller's input is
+    still the model's own array."""
     rng = np.random.default_rng(40)
     cases = [((3, 4, 5), 0, np.array(2)), ((1, 4, 5), 1, np.array(-1)), ((3, 4, 5), 2, np.array(4)),
              ((3, 4, 5), -2, np.array([1])), ((6,), 0, np.array(5, np.int32)), ((3, 4, 5), 1, np.array(7)),
@@ -118,14 +118,39 @@ def test_gather_of_one_constant_index_is_indexing_in_the_static_runner(tmp_path)
         else:
             assert not got["g"].any()
         m = irnorm.load(xml)
-        indexed = any("...]" in line for line in m._plan.source.splitlines())
+        indexed = "np.ascontiguousarray(" in m._plan.source or "...].copy()" in m._plan.source
         assert indexed == in_range, (k, m._plan.source)
-        ax = axis % len(shape)
-        if in_range:
-            assert (".copy()" in m._plan.source) == any(d != 1 for d in shape[:ax]), k
         out = m.run({"x": data})["g"]
         assert isinstance(out, np.ndarray) and not np.shares_memory(out, data)
+        assert out.shape == got["g"].shape and out.flags.c_contiguous
+        if in_range:
+            assert out.shape == np.take(data, idx, axis=axis).shape
         np.testing.assert_array_equal(out, got["g"])
+
+
+@requires_openvino
+def test_slice_with_constant_bounds_is_slicing_in_the_static_runner(tmp_path):
+    """Slice-8 with constant bounds on a static model is written into the straight-line runner as the
+    slicing itself (clamped bounds, negative steps, an axes subset, an empty result); a dynamic model keeps
+    the kernel. Both give OpenVINO's results bit for bit, as C-contiguous arrays that are never the
+    caller's input."""
+    rng = np.random.default_rng(41)
+    cases = [((4, 6, 5), [1, 0], [3, 6], [1, 2], [0, 1]), ((4, 6, 5), [-1], [-100], [-2], [2]),
+             ((4, 6, 5), [2, -3], [100, 6], [1, 1], [-1, 1]), ((1, 8, 3), [0], [8], [1], [1]),
+             ((3, 5), [4], [1], [1], [1]), ((7,), [5], [-9], [-1], [0])]
+    for k, (shape, start, stop, step, axes) in enumerate(cases):
+        for static in (True, False):
+            dims = list(shape) if static else [-1] + list(shape[1:])
+            x = op1.parameter(ov.PartialShape(dims), np.float32, name="x")
+            y = op8.slice(x, C(start), C(stop), C(step), C(axes))
+            xml = save(_model({"y": y}, [x]), tmp_path, f"sl{k}{static}")
+            data = _f32(rng, shape)
+            got = compare_with_openvino(xml, {"x": data}, tol=(0, 0))
+            m = irnorm.load(xml)
+            assert ("np.ascontiguousarray(" in m._plan.source) == static, (k, m._plan.source)
+            out = m.run({"x": data})["y"]
+            np.testing.assert_array_equal(out, got["y"])
+            assert out.flags.c_contiguous and not np.shares_memory(out, data)
 
 
 @requires_openvino

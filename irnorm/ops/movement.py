@@ -351,7 +351,25 @@ class Slice(Op):
                     memo[key] = idx
             return [np.ascontiguousarray(x[idx])]
 
+        # constant bounds on a static input shape: the planner's straight-line runner writes this step as the
+        # slicing itself on a static model (runtime/plan.py), without the call (Swin's window crops,
+        # LLaMA's rotary halves)
+        x_shape = ctx.inputs[0].shape
+        if const_bounds and x_shape is not None and all(d >= 0 for d in x_shape):
+            vals = [_ints(i.value) for i in ctx.inputs[1:]]
+            try:
+                idx = _slices(tuple(x_shape), *vals[:3], vals[3] if len(vals) > 3 else None)
+            except Exception:  # noqa: BLE001 - bounds the rule refuses: the step runs (and reports) as usual
+                idx = None
+            if idx is not None:
+                run.static_expr = "np.ascontiguousarray({x}[" + ", ".join(map(_slice_text, idx)) + "])"
         return run
+
+
+def _slice_text(sl: slice) -> str:
+    """`sl` as Python writes it in a subscript (``1:7:2``, ``:``)."""
+    parts = (sl.start, sl.stop) if sl.step in (None, 1) else (sl.start, sl.stop, sl.step)
+    return ":".join("" if v is None else str(int(v)) for v in parts)
 
 
 # ---- Pad ----------------------------------------------------------------------------------------

@@ -281,8 +281,8 @@ class _GatherBase(Op):
 
         # A static data shape and one constant in-range index on a constant axis (a `select`: Swin's and
         # ViT's q / k / v of a fused projection, a class token): the planner's straight-line runner writes
-        # this step as the indexing itself on a static model (runtime/plan.py), without the call.  Along
-        # the first axis that is not 1 the result is a view of the data (as a Reshape's is), else a copy.
+        # this step as the indexing itself on a static model (runtime/plan.py), without the call: a view of
+        # the data where it is one C block (as a Reshape's output is), else a C-contiguous copy.
         expr = _select_expr(ctx, self._batch_dims(ctx))
         if expr is not None:
             run.static_expr = expr
@@ -290,8 +290,8 @@ class _GatherBase(Op):
 
 
 def _select_expr(ctx: NodeContext, batch_dims: int) -> str | None:
-    """The static_expr of a Gather that picks one slice by a constant index: ``{x}[:, i, ...]`` (a view where
-    every dim before the axis is 1), ``{x}[:, i, ...].copy()`` otherwise; a [1]-shaped index keeps the axis
+    """The static_expr of a Gather that picks one slice by a constant index:
+    ``np.ascontiguousarray({x}[:, i, ...])`` (a rank-0 result copied); a [1]-shaped index keeps the axis
     (``i:i+1``).  None when anything is not known now or the index is out of range (the kernel's zeros)."""
     data, idx, axis_v = ctx.inputs[0].shape, ctx.inputs[1].value, ctx.inputs[2].value
     if data is None or any(d < 0 for d in data) or idx is None or axis_v is None or batch_dims != 0:
@@ -308,8 +308,10 @@ def _select_expr(ctx: NodeContext, batch_dims: int) -> str | None:
         return None
     i %= n
     pick = str(i) if idx.shape == () else f"{i}:{i + 1}"
-    expr = "{x}[" + ", ".join([":"] * axis + [pick, "..."]) + "]"  # the Ellipsis: an array even at rank 0
-    return expr if all(d == 1 for d in data[:axis]) else expr + ".copy()"
+    view = "{x}[" + ", ".join([":"] * axis + [pick, "..."]) + "]"  # the Ellipsis: an array even at rank 0
+    if len(data) == 1 and idx.shape == ():
+        return view + ".copy()"  # rank 0: ascontiguousarray would make it [1]
+    return f"np.ascontiguousarray({view})"  # a copy only of what is not one C block
 
 
 _GATHER_DOC = ("data, indices (integer), axis (constant scalar or [1]); output data.shape[:axis] + "

@@ -239,7 +239,7 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
     models have 50-140 steps of a few us each).  ``run(slots, locate)``: the inputs are read from
     `slots`, the model's outputs written back to it; an irnorm error raised by a step's kernel becomes
     ``locate(error, step)``.  Rebuilt by assign_slots whenever a step's kernel changes."""
-    names: dict[str, Any] = {"_errors": (RuleError, IrnormError), "_steps": plan.steps}
+    names: dict[str, Any] = {"_errors": (RuleError, IrnormError), "_steps": plan.steps, "np": np}
     lines = ["def run(slots, locate):", "    k = 0", "    try:", "        pass"]
     used = {s for st in plan.steps for _, s in st.arg_slots}
     for pi in plan.parameters:
