@@ -154,6 +154,35 @@ def test_slice_with_constant_bounds_is_slicing_in_the_static_runner(tmp_path):
 
 
 @requires_openvino
+def test_splits_with_constant_lengths_are_slicing_in_the_static_runner(tmp_path):
+    """Split and VariadicSplit with a constant axis and lengths on a static model are written into the
+    straight-line runner as one tuple of slices (a -1 length, a zero-length part, a negative axis); a
+    dynamic model keeps the kernel. OpenVINO's results bit for bit, every part C-contiguous."""
+    rng = np.random.default_rng(42)
+    cases = [("split", (2, 6, 4), 1, 3), ("split", (6, 5), -2, 2), ("vsplit", (3, 7, 2), 1, [2, -1, 0, 1]),
+             ("vsplit", (4, 9), -1, [1, 8]), ("split", (3, 4), 0, 1)]
+    for k, (kind, shape, axis, lengths) in enumerate(cases):
+        for static in (True, False):
+            dims = list(shape) if static else [-1] + list(shape[1:])
+            x = op1.parameter(ov.PartialShape(dims), np.float32, name="x")
+            node = op1.split(x, C(axis), lengths) if kind == "split" else \
+                op1.variadic_split(x, C(axis), C(np.array(lengths)))
+            results = []
+            for i in range(len(node.outputs())):
+                node.output(i).get_tensor().set_names({f"p{i}"})
+                results.append(op1.result(node.output(i)))
+            xml = save(ov.Model(results, [x], "m"), tmp_path, f"sp{k}{static}")
+            data = _f32(rng, shape)
+            got = compare_with_openvino(xml, {"x": data}, tol=(0, 0))
+            m = irnorm.load(xml)
+            assert ("np.ascontiguousarray(" in m._plan.source) == static, (k, m._plan.source)
+            res = m.run({"x": data})
+            for name, part in got.items():
+                assert res[name].shape == part.shape and res[name].flags.c_contiguous
+                np.testing.assert_array_equal(res[name], part)
+
+
+@requires_openvino
 def test_gather_negative_and_out_of_range_indices(tmp_path):
     data = (np.arange(5) * 10).astype(np.float32)
     idx = [-1, 4, 7, -6, 0]

@@ -169,7 +169,30 @@ class Split(Op):
                     memo[key] = parts
             return [np.ascontiguousarray(x[p]) for p in parts]
 
+        x_shape = ctx.inputs[0].shape
+        if ctx.inputs[1].value is not None and _static(x_shape):
+            ax = _axis(ctx, 1, len(x_shape))
+            if x_shape[ax] % n == 0:
+                step = x_shape[ax] // n
+                _parts_expr(run, ax, [step] * n)
         return run
+
+
+def _static(shape: tuple[int, ...] | None) -> bool:
+    return shape is not None and all(d >= 0 for d in shape)
+
+
+def _parts_expr(run: Kernel, axis: int, sizes: list[int]) -> None:
+    """A split's straight-line form on a static model (runtime/plan.py): its parts along `axis` as one
+    tuple of C-contiguous slices, what run() returns (a view where a part is one C block)."""
+    ends = [int(v) for v in np.cumsum(sizes)]
+    lead = ":, " * axis
+    parts = [f"np.ascontiguousarray({{x}}[{lead}{e - k}:{e}])" for k, e in zip(sizes, ends, strict=True)]
+    if len(parts) == 1:  # one part: the array itself, as a one-output step's expression is
+        run.static_expr = parts[0]
+        return
+    run.static_expr = "(" + ", ".join(parts) + ")"
+    run.static_outputs = len(parts)
 
 
 @register
@@ -252,6 +275,15 @@ class VariadicSplit(Op):
                     plans[key] = plan
             return [np.ascontiguousarray(x[p]) for p in plan]  # np.split's bookkeeping: 4 -> 2 us (3 parts)
 
+        x_shape = ctx.inputs[0].shape
+        if ctx.inputs[1].value is not None and ctx.inputs[2].value is not None and _static(x_shape):
+            ax = _axis(ctx, 1, len(x_shape))
+            lengths = _ints(ctx.inputs[2].value)
+            if len(lengths) == n_out:
+                try:
+                    _parts_expr(run, ax, self._lengths(lengths, x_shape[ax]))
+                except RuleError:  # lengths the rule refuses: the step runs (and reports) as usual
+                    pass
         return run
 
 

@@ -251,10 +251,14 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
         names[f"kernel{j}"] = st.kernel
         runtime = dict(st.arg_slots)
         inline = getattr(st.kernel, "static_expr", None)
-        if static_model and inline is not None and len(st.out_slots) == 1 and list(runtime) == [0]:
+        # how many outputs the expression gives: one, or a tuple of static_outputs (a Split's parts)
+        inline_outputs = getattr(st.kernel, "static_outputs", 1)
+        if static_model and inline is not None and len(st.out_slots) == inline_outputs and list(runtime) == [0]:
             # a data-movement step whose kernel says what it computes on a static model (Reshape & co.'s
-            # copy + reshape, Transpose's permuted copy): written here, without the call (~1.5 us a step)
-            lines.append(f"        k = {j}; v{st.out_slots[0]} = " + inline.format(x=f"v{runtime[0]}"))
+            # copy + reshape, Transpose's permuted copy, a Slice, a Split): written here, without the call
+            # (~1.5 us a step)
+            targets = ", ".join(f"v{s}" for s in st.out_slots)
+            lines.append(f"        k = {j}; {targets} = " + inline.format(x=f"v{runtime[0]}"))
             lines += [f"        v{s} = None" for s in st.free_slots]
             continue
         fast = getattr(st.kernel, "static_call", None)
