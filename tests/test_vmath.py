@@ -1,4 +1,4 @@
-"""kernels/vmath.py: the vectorizable float32 exp and erf, against float64 libm over their whole range,
+"""kernels/vmath.py: the vectorizable float32 exp, erf and tanh, against float64 libm over their whole range,
 with the special values; float64 arguments keep libm exactly; the kernels built on them (softmax,
 sigmoid, Swish, Exp, Erf, the erf Gelu) against float64 formulas (the tanh Gelu and Mish:
 tests/test_ops_activation.py's one-exp test)."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from irnorm.kernels.vmath import verf, vexp
+from irnorm.kernels.vmath import verf, vexp, vtanh
 
 F32 = np.finfo(np.float32)
 
@@ -27,6 +27,12 @@ def _exp_loop(x, o):
 def _erf_loop(x, o):
     for i in range(x.shape[0]):
         o[i] = verf(x[i])
+
+
+@njit(error_model="numpy")
+def _tanh_loop(x, o):
+    for i in range(x.shape[0]):
+        o[i] = vtanh(x[i])
 
 
 def _ulps(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
@@ -77,22 +83,47 @@ def test_erf_accuracy_and_special_values():
     assert np.isnan(out[4]) and out[5] == 1 and out[6] == 1
 
 
+def test_tanh_within_one_and_a_half_ulp_and_special_values():
+    """Both formulas (the polynomial below 0.625, 1 - 2 / (e**2|x| + 1) above) and the switch between them,
+    the tiny arguments (tanh x = x) and the saturation at +-1."""
+    x = np.concatenate([np.linspace(-12.0, 12.0, 2_000_001, dtype=np.float32),
+                        np.linspace(0.6, 0.65, 100_001, dtype=np.float32),
+                        np.logspace(-40, 1, 100_001).astype(np.float32),
+                        -np.logspace(-40, 1, 100_001).astype(np.float32)])
+    got = np.empty_like(x)
+    _tanh_loop(x, got)
+    ref = np.tanh(x.astype(np.float64))
+    normal = np.abs(ref) > F32.tiny
+    assert _ulps(got[normal], ref[normal]).max() < 1.5
+    assert np.array_equal(got[~normal], x[~normal])  # subnormal arguments come back as they are
+    assert np.all(np.abs(got) <= 1) and np.array_equal(np.sign(got), np.sign(x))
+    assert np.all(np.abs(got[np.abs(x) >= 9.1]) == 1)  # where float32 tanh rounds to +-1
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 100.0, -3e38, 1e-30], np.float32)
+    out = np.empty_like(sp)
+    _tanh_loop(sp, out)
+    assert out[0] == 0 and math.copysign(1, out[0]) == 1 and out[1] == 0 and math.copysign(1, out[1]) == -1
+    assert out[2] == 1 and out[3] == -1 and np.isnan(out[4]) and out[5] == 1 and out[6] == -1
+    assert out[7] == np.float32(1e-30)
+
+
 def test_float64_arguments_keep_libm():
     x = np.random.default_rng(3).standard_normal(1000) * 20
-    e, f = np.empty_like(x), np.empty_like(x)
+    e, f, t = np.empty_like(x), np.empty_like(x), np.empty_like(x)
     _exp_loop(x, e)
     _erf_loop(x, f)
+    _tanh_loop(x, t)
     assert e.tolist() == [math.exp(v) for v in x]
     assert f.tolist() == [math.erf(v) for v in x]
+    assert t.tolist() == [math.tanh(v) for v in x]
 
 
 def test_float32_loops_call_no_libm_function():
     """What makes them fast: no call to exp/erf left in the loop, so LLVM can vectorize it."""
     x = np.ones(8, np.float32)
-    for fn in (_exp_loop, _erf_loop):
+    for fn in (_exp_loop, _erf_loop, _tanh_loop):
         fn(x, np.empty_like(x))
         ir = fn.inspect_llvm(fn.signatures[0])
-        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf)(?:f|\.f32)?\b", ir)
+        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf|tanh)(?:f|\.f32)?\b", ir)
         assert calls == [], calls
 
 

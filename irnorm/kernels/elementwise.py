@@ -32,7 +32,7 @@ from .halfprec import load, store
 from .jit import njit, prange
 from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
-from .vmath import verf, vexp
+from .vmath import verf, vexp, vtanh
 
 _BLOCK = 16384  # elements per task along the innermost dim
 _MAX_DIMS = 4
@@ -420,7 +420,7 @@ def _unary_block(code, x, o):
             o[i] = 1.0 / (1.0 + vexp(-x[i]))
     else:
         for i in range(n):
-            o[i] = math.tanh(x[i])
+            o[i] = vtanh(x[i])
 
 
 @njit(parallel=True, **_JIT)
