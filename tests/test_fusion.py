@@ -83,6 +83,27 @@ def test_mvn_multiply_add_is_one_step(tmp_path, dtype, dynamic):
                                        rtol=TOL[dtype][0], atol=TOL[dtype][1] * 10)
 
 
+def test_layer_norm_over_a_dynamic_dim_is_not_fused(tmp_path):
+    """With the normalized dim dynamic the planner cannot prove that the scale keeps the data's shape (at
+    run time that dim could be 1 and the Multiply broadcast), so the layers run as they are: their results
+    are the static model's unfused bits, and within the fusion's tolerance of its fused ones (a fused step
+    rounds differently: the fuzzer's "dim made dynamic" mutation meets exactly this)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 16)).astype(np.float32)
+    static = save(_layer_norm((2, 3, 16), np.float32, False, rng=np.random.default_rng(5)), tmp_path, "s")
+    dyn = save(_layer_norm((2, 3, 16), np.float32, False, rng=np.random.default_rng(5)), tmp_path, "d")
+    text = dyn.read_text()
+    assert text.count("<dim>16</dim>") >= 2
+    dyn.write_text(text.replace('shape="2,3,16"', 'shape="2,3,?"', 1).replace("<dim>16</dim>", "<dim>-1</dim>", 1))
+    md = irnorm.load(dyn)
+    assert md.inputs[0].shape[-1] == -1 and md.fused_steps == []
+    assert [label for label, _ in irnorm.load(static).fused_steps] == ["MVN+Multiply+Add"]
+    got = md.run({"x": x})["y"]
+    assert got.tobytes() == irnorm.load(static, fuse=False).run({"x": x})["y"].tobytes()
+    np.testing.assert_allclose(got, irnorm.load(static).run({"x": x})["y"], rtol=1e-5, atol=1e-6)
+    compare_with_openvino(dyn, {"x": x})
+
+
 def test_mvn_multiply_without_add(tmp_path):
     rng = np.random.default_rng(2)
     xml = save(_layer_norm((2, 4, 8), np.float32, False, with_bias=False, rng=rng), tmp_path, "ln")
