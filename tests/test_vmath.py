@@ -1,5 +1,5 @@
-"""kernels/vmath.py: the vectorizable float32 exp, erf and tanh, against float64 libm over their whole range,
-with the special values; float64 arguments keep libm exactly; the kernels built on them (softmax,
+"""kernels/vmath.py: the vectorizable float32 exp, erf, tanh, log and log1p, against float64 libm over their
+whole range, with the special values; float64 arguments keep libm exactly; the kernels built on them (softmax,
 sigmoid, Swish, Exp, Erf, the erf Gelu) against float64 formulas (the tanh Gelu and Mish:
 tests/test_ops_activation.py's one-exp test)."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from irnorm.kernels.vmath import verf, vexp, vtanh
+from irnorm.kernels.vmath import verf, vexp, vlog, vlog1p, vtanh
 
 F32 = np.finfo(np.float32)
 
@@ -33,6 +33,18 @@ def _erf_loop(x, o):
 def _tanh_loop(x, o):
     for i in range(x.shape[0]):
         o[i] = vtanh(x[i])
+
+
+@njit(error_model="numpy")
+def _log_loop(x, o):
+    for i in range(x.shape[0]):
+        o[i] = vlog(x[i])
+
+
+@njit(error_model="numpy")
+def _log1p_loop(x, o):
+    for i in range(x.shape[0]):
+        o[i] = vlog1p(x[i])
 
 
 def _ulps(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
@@ -106,6 +118,45 @@ def test_tanh_within_one_and_a_half_ulp_and_special_values():
     assert out[7] == np.float32(1e-30)
 
 
+def test_log_within_one_ulp_and_special_values():
+    """Normal and subnormal arguments over the whole positive range, densely around 1 (where the result
+    is small); -inf at +-0, NaN below 0 and for NaN, inf at inf."""
+    x = np.concatenate([np.logspace(-45, 38.5, 2_000_001).astype(np.float32),
+                        np.linspace(0.5, 2.0, 1_000_001, dtype=np.float32)])
+    x = x[x > 0]
+    got = np.empty_like(x)
+    _log_loop(x, got)
+    ref = np.log(x.astype(np.float64))
+    nonzero = ref != 0
+    assert _ulps(got[nonzero], ref[nonzero]).max() < 1.0
+    assert np.all(got[~nonzero] == 0)
+    sp = np.array([0.0, -0.0, -1.0, -np.inf, np.inf, np.nan, F32.max, F32.smallest_subnormal], np.float32)
+    out = np.empty_like(sp)
+    _log_loop(sp, out)
+    assert out[0] == -np.inf and out[1] == -np.inf and np.isnan(out[2]) and np.isnan(out[3])
+    assert out[4] == np.inf and np.isnan(out[5])
+    assert out[6] == np.float32(math.log(float(F32.max))) and out[7] == np.float32(math.log(2.0 ** -149))
+
+
+def test_log1p_within_two_and_a_half_ulp_and_special_values():
+    """log(1 + x) keeps tiny x's relative accuracy (the rounding of 1 + x corrected); -inf at -1, NaN
+    below."""
+    x = np.concatenate([np.logspace(-45, 38, 1_000_001).astype(np.float32),
+                        -np.logspace(-45, -1e-7, 1_000_001).astype(np.float32),
+                        np.linspace(-0.999, 10.0, 1_000_001, dtype=np.float32)])
+    got = np.empty_like(x)
+    _log1p_loop(x, got)
+    ref = np.log1p(x.astype(np.float64))
+    normal = np.abs(ref) > F32.tiny
+    assert _ulps(got[normal], ref[normal]).max() < 2.5
+    assert np.array_equal(got[~normal], x[~normal])  # log1p(x) = x where that is subnormal
+    sp = np.array([0.0, -0.0, -1.0, -2.0, np.inf, -np.inf, np.nan, 1e-30], np.float32)
+    out = np.empty_like(sp)
+    _log1p_loop(sp, out)
+    assert out[0] == 0 and math.copysign(1, out[1]) == -1 and out[2] == -np.inf and np.isnan(out[3])
+    assert out[4] == np.inf and np.isnan(out[5]) and np.isnan(out[6]) and out[7] == np.float32(1e-30)
+
+
 def test_float64_arguments_keep_libm():
     x = np.random.default_rng(3).standard_normal(1000) * 20
     e, f, t = np.empty_like(x), np.empty_like(x), np.empty_like(x)
@@ -115,15 +166,21 @@ def test_float64_arguments_keep_libm():
     assert e.tolist() == [math.exp(v) for v in x]
     assert f.tolist() == [math.erf(v) for v in x]
     assert t.tolist() == [math.tanh(v) for v in x]
+    pos = np.abs(x) + 0.5
+    lg, lp = np.empty_like(x), np.empty_like(x)
+    _log_loop(pos, lg)
+    _log1p_loop(pos, lp)
+    assert lg.tolist() == [math.log(v) for v in pos]
+    assert lp.tolist() == [math.log1p(v) for v in pos]
 
 
 def test_float32_loops_call_no_libm_function():
     """What makes them fast: no call to exp/erf left in the loop, so LLVM can vectorize it."""
     x = np.ones(8, np.float32)
-    for fn in (_exp_loop, _erf_loop, _tanh_loop):
+    for fn in (_exp_loop, _erf_loop, _tanh_loop, _log_loop, _log1p_loop):
         fn(x, np.empty_like(x))
         ir = fn.inspect_llvm(fn.signatures[0])
-        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf|tanh)(?:f|\.f32)?\b", ir)
+        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf|tanh|log|log1p)(?:f|\.f32)?\b", ir)
         assert calls == [], calls
 
 

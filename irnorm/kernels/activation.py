@@ -37,7 +37,7 @@ import numpy as np
 from . import CHEAP_PARALLEL_MIN, PARALLEL_MIN
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
-from .vmath import verf, vexp
+from .vmath import verf, vexp, vlog1p
 
 _NAMES = (
     "relu", "gelu_erf", "gelu_tanh", "swish", "hswish", "hsigmoid", "mish", "softplus", "elu", "selu",
@@ -109,10 +109,11 @@ def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a pla
             e = vexp(v if v < mish_big else mish_big)
             t = e * (e + two)
             o[i] = v if v >= mish_big else v * (t / (t + two))
-    elif code == SOFTPLUS:
+    elif code == SOFTPLUS:  # log(1 + exp(x)) below log(max) (p0), x itself from there; selects, so it vectorizes
         for i in range(n):
             v = x[i]
-            o[i] = math.log1p(math.exp(v)) if v < p0 else v
+            r = vlog1p(vexp(v if v < p0 else p0))
+            o[i] = r if v < p0 else v
     elif code == ELU:
         for i in range(n):
             v = x[i]

@@ -32,7 +32,7 @@ from .halfprec import load, store
 from .jit import njit, prange
 from .opcodes import ABS, ADD, DIV, ERF, EXP, LOG, MAX, MIN, MUL, NEG, POW, SIGMOID, SQRT, SUB
 from .pool import OUTPUTS
-from .vmath import verf, vexp, vtanh
+from .vmath import verf, vexp, vlog, vtanh
 
 _BLOCK = 16384  # elements per task along the innermost dim
 _MAX_DIMS = 4
@@ -410,8 +410,7 @@ def _unary_block(code, x, o):
             o[i] = vexp(x[i])
     elif code == LOG:
         for i in range(n):
-            v = x[i]
-            o[i] = math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
+            o[i] = vlog(x[i])  # -inf at +-0, NaN below: vlog's selects for float32, libm's log for float64
     elif code == ERF:
         for i in range(n):
             o[i] = verf(x[i])

@@ -1,8 +1,8 @@
-"""exp, erf and tanh that vectorize, for float32 data inside Numba kernels.
+"""exp, erf, tanh and log that vectorize, for float32 data inside Numba kernels.
 
 This Numba/llvmlite build has no SVML, so ``math.exp`` and ``math.erf`` are scalar libm calls that
 stop LLVM from vectorizing the loop around them: 2-5 ns per element for exp, 10-16 ns for erf, the
-whole cost of a softmax, sigmoid, Swish, Gelu or Tanh.  The float32 versions here are straight-line
+whole cost of a softmax, sigmoid, Swish, Gelu, Tanh, Log or SoftPlus.  The float32 versions here are straight-line
 arithmetic with no calls and no branches (clamps are selects), so a loop of them vectorizes to
 AVX2/AVX-512 lanes:
 
@@ -15,6 +15,11 @@ AVX2/AVX-512 lanes:
   (e**2|x| + 1)`` (with ``vexp``) above, both computed and one selected; within 1.5 ulp (1.29 measured,
   just above 0.625); +-0 and NaN as they are, +-1 from 9.1 on.  libm's ``tanhf`` as Numba calls it took
   ~29 ns an element here, the Tanh op's whole cost.
+* ``vlog``: Cephes' logf scheme -- the exponent and a mantissa in [sqrt(1/2), sqrt(2)) from the bits
+  (subnormals scaled up first), a degree-8 polynomial, ln2 split in two; within 1 ulp (0.82 measured);
+  -inf at +-0, NaN below 0, inf at inf.  ``vlog1p``: ``log(w) * x / (w - 1)`` with ``w = 1 + x`` rounded
+  (the quotient undoes w's rounding, so tiny x keep their accuracy); within 2.5 ulp (2.35 measured).  libm's
+  ``logf`` / ``log1pf`` cost 4-14 ns an element here (Log, SoftPlus).
 * ``verf``: the rational approximation ``x P(x**2) / Q(x**2)`` on [-4, 4] that Eigen and XLA use for
   float32 (erf is +-1 in float32 beyond 4); within 8 ulp (7.5 measured, near +-1), also relative
   to tiny results; NaN stays NaN.
@@ -52,6 +57,24 @@ def _pow2(typingctx, n):
 
 
 @intrinsic
+def _bits(typingctx, x):
+    """A float32's bits as an int32."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], _I32)
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _from_bits(typingctx, i):
+    """The float32 whose bits are the int32 i."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+
+    return types.float32(types.int32), codegen
+
+
+@intrinsic
 def _fma(typingctx, a, b, c):
     """a * b + c rounded once (float32), as llvm.fma: a vector FMA instruction on every AVX2 CPU."""
     if not all(t == types.float32 for t in (a, b, c)):
@@ -73,6 +96,12 @@ _LN2_HI, _LN2_LO = _F(0.693359375), _F(-2.12194440e-4)
 _E0, _E1, _E2, _E3, _E4, _E5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
                                 _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
 _ZERO, _ONE, _TWO, _FOUR = _F(0.0), _F(1.0), _F(2.0), _F(4.0)
+# log: Cephes' logf polynomial (t**8 first), sqrt(1/2), the smallest normal float32, 2**25, inf, NaN
+_L0, _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8 = (
+    _F(7.0376836292e-2), _F(-1.1514610310e-1), _F(1.1676998740e-1), _F(-1.2420140846e-1), _F(1.4249322787e-1),
+    _F(-1.6668057665e-1), _F(2.0000714765e-1), _F(-2.4999993993e-1), _F(3.3333331174e-1))
+_SQRTHF, _F32_TINY, _TWO25, _HALF = _F(0.707106781186547524), _F(1.17549435e-38), _F(33554432.0), _F(0.5)
+_INF, _NAN = _F(np.inf), _F(np.nan)
 # tanh: where the polynomial ends, where float32 tanh is +-1, Cephes' tanhf coefficients (x**9 first)
 _TANH_SPLIT, _TANH_HI = _F(0.625), _F(10.0)
 _T0, _T1, _T2, _T3, _T4 = (_F(-5.70498872745e-3), _F(2.06390887954e-2), _F(-5.37397155531e-2),
@@ -92,6 +121,16 @@ def vexp(x):  # pragma: no cover - only the overload below is ever called (insid
 
 def verf(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
     """erf(x): vectorizable for float32, libm for float64."""
+    raise NotImplementedError
+
+
+def vlog(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """log(x): vectorizable for float32, libm for float64."""
+    raise NotImplementedError
+
+
+def vlog1p(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
+    """log(1 + x): vectorizable for float32, libm for float64."""
     raise NotImplementedError
 
 
@@ -153,6 +192,44 @@ def _tanh32(x):
     return y if a != _ZERO and x == x else x
 
 
+def _log32(x):
+    # subnormals scaled into the normal range first, so the exponent bits give the exponent
+    tiny = x < _F32_TINY
+    xs = x * _TWO25 if tiny else x
+    i = _bits(xs)
+    e = ((i >> np.int32(23)) & np.int32(0xFF)) - np.int32(126) - (np.int32(25) if tiny else np.int32(0))
+    m = _from_bits((i & np.int32(0x007FFFFF)) | np.int32(0x3F000000))  # xs = m * 2**e, m in [0.5, 1)
+    low = m < _SQRTHF  # Cephes: m in [sqrt(1/2), sqrt(2)) around 1, the exponent adjusted
+    e = e - (np.int32(1) if low else np.int32(0))
+    t = (m + m if low else m) - _ONE
+    z = t * t
+    p = _fma(_L0, t, _L1)
+    p = _fma(p, t, _L2)
+    p = _fma(p, t, _L3)
+    p = _fma(p, t, _L4)
+    p = _fma(p, t, _L5)
+    p = _fma(p, t, _L6)
+    p = _fma(p, t, _L7)
+    p = _fma(p, t, _L8)
+    fe = np.float32(e)
+    y = _fma(fe, _LN2_LO, p * t * z)
+    y = _fma(-_HALF, z, y)
+    r = _fma(fe, _LN2_HI, t + y)
+    r = -_INF if x == _ZERO else r
+    r = _NAN if x < _ZERO else r
+    return x if x == _INF or x != x else r
+
+
+def _log1p32(x):
+    # log(1 + x) = log(w) * x / (w - 1) with w = 1 + x rounded: the quotient corrects w's rounding, so
+    # tiny x keep their relative accuracy (w == 1: x itself)
+    w = x + _ONE
+    d = w - _ONE
+    r = vlog(w) * (x / (d if d != _ZERO else _ONE))
+    r = x if d == _ZERO else r
+    return x if x == _INF else r
+
+
 def _float32_or_libm(func, f32_impl, libm) -> None:
     """Overload `func`: the vectorizable `f32_impl` for float32 arguments, the libm function otherwise."""
     @overload(func)
@@ -167,3 +244,5 @@ def _float32_or_libm(func, f32_impl, libm) -> None:
 _float32_or_libm(vexp, _exp32, math.exp)
 _float32_or_libm(verf, _erf32, math.erf)
 _float32_or_libm(vtanh, _tanh32, math.tanh)
+_float32_or_libm(vlog, _log32, math.log)
+_float32_or_libm(vlog1p, _log1p32, math.log1p)
