@@ -1,4 +1,4 @@
-"""kernels/vmath.py: the vectorizable float32 exp, erf, tanh, log and log1p, against float64 libm over their
+"""kernels/vmath.py: the vectorizable float32 exp, expm1, erf, tanh, log and log1p, against float64 libm over their
 whole range, with the special values; float64 arguments keep libm exactly; the kernels built on them (softmax,
 sigmoid, Swish, Exp, Erf, the erf Gelu) against float64 formulas (the tanh Gelu and Mish:
 tests/test_ops_activation.py's one-exp test)."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from irnorm.kernels.vmath import verf, vexp, vlog, vlog1p, vtanh
+from irnorm.kernels.vmath import verf, vexp, vexpm1, vlog, vlog1p, vtanh
 
 F32 = np.finfo(np.float32)
 
@@ -45,6 +45,12 @@ def _log_loop(x, o):
 def _log1p_loop(x, o):
     for i in range(x.shape[0]):
         o[i] = vlog1p(x[i])
+
+
+@njit(error_model="numpy")
+def _expm1_loop(x, o):
+    for i in range(x.shape[0]):
+        o[i] = vexpm1(x[i])
 
 
 def _ulps(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
@@ -157,6 +163,27 @@ def test_log1p_within_two_and_a_half_ulp_and_special_values():
     assert out[4] == np.inf and np.isnan(out[5]) and np.isnan(out[6]) and out[7] == np.float32(1e-30)
 
 
+def test_expm1_within_two_ulp_and_special_values():
+    """The series below |x| = 1/2 (tiny x keep their relative accuracy), e**x - 1 beyond, overflow to inf,
+    -1 far below."""
+    x = np.concatenate([np.linspace(-110.0, 89.0, 2_000_001, dtype=np.float32),
+                        np.linspace(-1.0, 1.0, 1_000_001, dtype=np.float32),
+                        np.logspace(-45, 0, 100_001).astype(np.float32),
+                        -np.logspace(-45, 0, 100_001).astype(np.float32)])
+    got = np.empty_like(x)
+    _expm1_loop(x, got)
+    with np.errstate(over="ignore"):
+        ref = np.expm1(x.astype(np.float64))
+    normal = (np.abs(ref) > F32.tiny) & (np.abs(ref) < F32.max)
+    assert _ulps(got[normal], ref[normal]).max() < 2.0
+    assert np.array_equal(got[np.abs(ref) <= F32.tiny], x[np.abs(ref) <= F32.tiny])
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 89.0, -200.0], np.float32)
+    out = np.empty_like(sp)
+    _expm1_loop(sp, out)
+    assert out[0] == 0 and math.copysign(1, out[1]) == -1 and out[2] == np.inf and out[3] == -1
+    assert np.isnan(out[4]) and out[5] == np.inf and out[6] == -1
+
+
 def test_float64_arguments_keep_libm():
     x = np.random.default_rng(3).standard_normal(1000) * 20
     e, f, t = np.empty_like(x), np.empty_like(x), np.empty_like(x)
@@ -172,15 +199,18 @@ def test_float64_arguments_keep_libm():
     _log1p_loop(pos, lp)
     assert lg.tolist() == [math.log(v) for v in pos]
     assert lp.tolist() == [math.log1p(v) for v in pos]
+    em = np.empty_like(x)
+    _expm1_loop(x, em)
+    assert em.tolist() == [math.expm1(v) for v in x]
 
 
 def test_float32_loops_call_no_libm_function():
     """What makes them fast: no call to exp/erf left in the loop, so LLVM can vectorize it."""
     x = np.ones(8, np.float32)
-    for fn in (_exp_loop, _erf_loop, _tanh_loop, _log_loop, _log1p_loop):
+    for fn in (_exp_loop, _erf_loop, _tanh_loop, _log_loop, _log1p_loop, _expm1_loop):
         fn(x, np.empty_like(x))
         ir = fn.inspect_llvm(fn.signatures[0])
-        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf|tanh|log|log1p)(?:f|\.f32)?\b", ir)
+        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf|tanh|log|log1p|expm1)(?:f|\.f32)?\b", ir)
         assert calls == [], calls
 
 

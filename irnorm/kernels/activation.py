@@ -37,7 +37,7 @@ import numpy as np
 from . import CHEAP_PARALLEL_MIN, PARALLEL_MIN
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
-from .vmath import verf, vexp, vlog1p
+from .vmath import verf, vexp, vexpm1, vlog1p
 
 _NAMES = (
     "relu", "gelu_erf", "gelu_tanh", "swish", "hswish", "hsigmoid", "mish", "softplus", "elu", "selu",
@@ -117,11 +117,11 @@ def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a pla
     elif code == ELU:
         for i in range(n):
             v = x[i]
-            o[i] = v if v > zero else p0 * math.expm1(v)
+            o[i] = v if v > zero else p0 * vexpm1(v)
     elif code == SELU:
         for i in range(n):
             v = x[i]
-            o[i] = p1 * (v if v > zero else p0 * math.expm1(v))
+            o[i] = p1 * (v if v > zero else p0 * vexpm1(v))
     elif code == HARD_SIGMOID:
         for i in range(n):
             t = p0 * x[i] + p1
