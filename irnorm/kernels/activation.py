@@ -4,11 +4,11 @@ One pass over the flat data: f32 and f64 compute in their own type (the formulas
 in that type, so float32 arithmetic stays float32); f16 and bf16 are decoded to float32 block by block
 inside the same parallel task (their bits are read as uint16), computed in float32, and rounded back to
 nearest even, so a half-precision activation touches its data once.  Transcendental functions are
-scalar libm calls (this Numba build has no SVML) except exp and erf on float32, which come from
-kernels/vmath.py and vectorize (0.1-0.3 ns per element instead of 2-5 ns for exp and 10-20 ns for
+scalar libm calls (this Numba build has no SVML) except exp, expm1, erf and log1p on float32, which come
+from kernels/vmath.py and vectorize (0.1-0.3 ns per element instead of 2-5 ns for exp and 10-20 ns for
 erf); so the tanh Gelu is computed as ``x sigmoid(2u)`` and Mish as ``x e(e+2) / (e(e+2) + 2)`` with
-``e = exp(x)`` (one exp each, same values to an ulp); SoftPlus, Elu/Selu (log1p, expm1), and the
-trigonometric ops pay their libm call.  Piecewise-linear ops (Relu, HSwish, HSigmoid, Round, ...) run
+``e = exp(x)`` (one exp each, same values to an ulp); SoftPlus and Elu/Selu use vmath's log1p and expm1;
+the trigonometric ops pay their libm call.  Piecewise-linear ops (Relu, HSwish, HSigmoid, Round, ...) run
 at memory speed.  Work is split into fixed blocks (results do not depend on the thread count);
 tensors under ``PARALLEL_MIN`` elements run on the calling thread, and so do those under
 ``CHEAP_PARALLEL_MIN`` whose pass is memory-bound (a bias add alone, a piecewise-linear activation:
