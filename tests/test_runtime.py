@@ -225,3 +225,44 @@ def test_outputs_never_view_the_callers_input(tmp_path):
             assert not np.shares_memory(y, x), name
             y[...] = -7
         np.testing.assert_array_equal(x, np.arange(24, dtype=np.float32).reshape(4, 6))
+
+
+def test_dynamic_models_keep_shape_rule_results_per_input_shapes(monkeypatch):
+    """A dynamic model runs every layer's shape rule for input shapes it has not seen, and reuses the result
+    for shapes it has (the rules read shapes only): the same outputs as a fresh model's, IRN064 for shapes
+    that do not fit every time, IRN051 at a seen shape once the memory limit is lowered, and a model fed
+    ever new shapes keeps at most SHAPES_KEPT of them."""
+    from irnorm.runtime import model as model_mod
+
+    xml = ROOT / "tests" / "networks" / "bert_dynamic.xml"
+    m = irnorm.load(xml)
+    calls = []
+    real = m._plan.reinfer
+    monkeypatch.setattr(m._plan, "reinfer", lambda arrays: calls.append(1) or real(arrays))
+    rng = np.random.default_rng(0)
+
+    def feeds(b, s):
+        return {"input_ids": rng.integers(0, 100, (b, s)).astype(np.int64), "attention_mask": np.ones((b, s), np.int64)}
+
+    a, b2 = feeds(2, 5), feeds(1, 9)
+    first = m.run(a)
+    m.run(b2)
+    again = m.run(a)
+    assert len(calls) == 2  # the third run's shapes were seen
+    fresh = irnorm.load(xml).run(a)
+    for k in first:
+        assert again[k].tobytes() == first[k].tobytes() == fresh[k].tobytes()
+    bad = {"input_ids": a["input_ids"], "attention_mask": np.ones((2, 6), np.int64)}
+    for _ in range(2):
+        with pytest.raises(irnorm.InputError) as ei:
+            m.run(bad)
+        assert ei.value.diagnostics[0].code == "IRN064"
+    m.max_memory = 1024
+    with pytest.raises(irnorm.ResourceLimitError) as ei:
+        m.run(a)
+    assert ei.value.diagnostics[0].code == "IRN051"
+    m.max_memory = 1 << 30
+    monkeypatch.setattr(model_mod, "SHAPES_KEPT", 3)
+    for s in range(2, 9):
+        m.run(feeds(1, s))
+        assert len(m._shapes_seen) <= 3

@@ -24,6 +24,10 @@ from .plan import Plan, default_max_memory, make_plan
 __all__ = ["LayerHook", "LayerOutput", "LayerTime", "Model", "RunResult", "TensorSpec"]
 
 
+# input shape combinations whose shape-rule results a dynamic model keeps (then it starts over)
+SHAPES_KEPT = 64
+
+
 class _ShapeOnly:
     __slots__ = ("shape",)
 
@@ -48,6 +52,8 @@ class Model:
         # outputs that are a folded constant or an input: handed out as copies
         self._copy_out = [src in self._plan.constants or src[0] in params for src in sources]
         self._peak = 0  # planned peak bytes of the last checked shapes
+        # dynamic models: (fused plan?, *input shapes) -> (every value's TensorInfo, peak bytes), see _check_shapes
+        self._shapes_seen: dict[tuple, tuple[dict[tuple[int, int], TensorInfo], int]] = {}
         if not self._binder.dynamic:
             infos = self._plan.static_infos()
             infos.update({(p, 0): graph.nodes[p].outputs[0] for p in graph.parameters})
@@ -97,10 +103,25 @@ class Model:
         return [None if s is None else tuple(s) for s in shapes]
 
     def _check_shapes(self, arrays: list[np.ndarray], plan: Plan | None = None) -> dict[tuple[int, int], TensorInfo]:
-        """Dynamic models: re-run the shape rules at these shapes and check the memory they need."""
+        """Dynamic models: re-run the shape rules at these shapes and check the memory they need.  The
+        rules see the inputs' shapes only (their dtypes are the declared ones), so the result is kept per
+        tuple of input shapes: a model called again at shapes it has seen skips the rules (every layer's,
+        in Python: 1.5 ms of a 2.9 ms BERT-sized run).  The returned dict is shared: read it only."""
         plan = plan or self._plan
+        key = (plan is self._plan,) + tuple(a.shape for a in arrays)
+        hit = self._shapes_seen.get(key)
+        if hit is not None:
+            infos, peak = hit
+            if peak > self.max_memory:  # the limit may have been lowered since: the same IRN051
+                plan.peak_bytes(infos, self.max_memory)
+            self._peak = peak
+            return infos
         infos = plan.reinfer(arrays)
-        self._peak = plan.peak_bytes(infos, self.max_memory)
+        peak = plan.peak_bytes(infos, self.max_memory)
+        self._peak = peak
+        if len(self._shapes_seen) >= SHAPES_KEPT:
+            self._shapes_seen.clear()  # a model fed ever new shapes starts over (no iteration: thread-safe)
+        self._shapes_seen[key] = (infos, peak)
         return infos
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *, cast: bool = False,
