@@ -253,3 +253,38 @@ def test_irnorm_blas_threads_default_turns_it_off(tmp_path):
                              env=env)
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == [during], (setting, out.stdout)
+
+
+def test_first_lookup_is_seen_by_every_thread(two_threads, monkeypatch):
+    """The BLAS lookup runs once, the first time any thread asks; a thread asking while it runs waits for
+    its answer. It used to mark itself done before the answer was in place, so a model's first runs in two
+    threads at once (Dask's) could see "BLAS not driven" in one of them and run its products with every
+    BLAS thread -- other bits than one thread gives (a ResNet-18 stem convolution's did)."""
+    import threading
+    import time
+
+    import threadpoolctl
+
+    real_info = threadpoolctl.threadpool_info
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: (time.sleep(0.2), real_info())[1])  # a slow lookup
+    monkeypatch.setitem(blas._state, "found", False)
+    monkeypatch.setitem(blas._state, "ctl", None)
+    got, counts = [], []
+    barrier = threading.Barrier(3)
+
+    def first_run():
+        barrier.wait()
+        driven = blas.enter()
+        got.append(driven)
+        counts.append(CTL.get_num_threads())
+        time.sleep(0.05)  # both runs overlap
+        if driven:
+            blas.leave()
+
+    threads = [threading.Thread(target=first_run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [True] * 3 and counts == [1] * 3
+    assert CTL.get_num_threads() == 2 and blas._state["depth"] == 0

@@ -59,6 +59,7 @@ PART_MAX = 8
 PART_COLS = 16
 
 _lock = threading.Lock()
+_lookup_lock = threading.Lock()  # _controller's one-time lookup
 _state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "current": None}
 
 
@@ -102,24 +103,35 @@ class _OpenBLAS:
 
 def _controller() -> Any:
     """numpy's BLAS when it is an OpenBLAS with its own thread pool (pthreads), else None (looked up
-    once).  threadpoolctl finds the library; the calls then go straight to it (a fraction of a us)."""
-    if not _state["found"]:
-        _state["found"] = True
-        if os.environ.get("IRNORM_BLAS_THREADS", "") == "default":
-            return None
-        try:
-            import numpy  # noqa: F401 - the BLAS must be loaded for threadpoolctl to see it
-            from threadpoolctl import threadpool_info
-
-            libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-            # One process-wide pool only: with OpenMP, OpenBLAS's threads are per calling thread and
-            # OpenMP's own settings apply; two BLAS libraries: which one is numpy's?
-            if len(libs) == 1 and libs[0].get("internal_api") == "openblas" and \
-                    libs[0].get("threading_layer") == "pthreads":
-                _state["ctl"] = _OpenBLAS(libs[0]["filepath"])
-        except Exception:  # noqa: BLE001 - no threadpoolctl, or a library it cannot drive: leave BLAS alone
-            _state["ctl"] = None
+    once).  threadpoolctl finds the library; the calls then go straight to it (a fraction of a us).
+    The lookup holds a lock and is marked done only once its answer is in place: a second thread
+    asking meanwhile (the first runs of a model in Dask's threads) waits for it, instead of reading
+    "not driven" and running its products with every BLAS thread (other bits than one thread gives)."""
+    if _state["found"]:
+        return _state["ctl"]
+    with _lookup_lock:
+        if not _state["found"]:
+            _state["ctl"] = _lookup()
+            _state["found"] = True
     return _state["ctl"]
+
+
+def _lookup() -> Any:
+    if os.environ.get("IRNORM_BLAS_THREADS", "") == "default":
+        return None
+    try:
+        import numpy  # noqa: F401 - the BLAS must be loaded for threadpoolctl to see it
+        from threadpoolctl import threadpool_info
+
+        libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        # One process-wide pool only: with OpenMP, OpenBLAS's threads are per calling thread and
+        # OpenMP's own settings apply; two BLAS libraries: which one is numpy's?
+        if len(libs) == 1 and libs[0].get("internal_api") == "openblas" and \
+                libs[0].get("threading_layer") == "pthreads":
+            return _OpenBLAS(libs[0]["filepath"])
+    except Exception:  # noqa: BLE001 - no threadpoolctl, or a library it cannot drive: leave BLAS alone
+        pass
+    return None
 
 
 def _set(n: int) -> None:
