@@ -266,3 +266,37 @@ def test_dynamic_models_keep_shape_rule_results_per_input_shapes(monkeypatch):
     for s in range(2, 9):
         m.run(feeds(1, s))
         assert len(m._shapes_seen) <= 3
+
+
+@pytest.mark.parametrize("net", ["bert", "t5", "swin"])
+def test_shape_steps_are_replayed_per_input_shapes(net):
+    """A dynamic export's shape subgraphs (ShapeOf and what is computed from shapes alone: Reshape targets,
+    ranges, masks, T5's position buckets, Swin's window masks) run on the first call at given input shapes
+    and are taken from then on from that call: every output bit-identical to the step-by-step loop's (a
+    profiled run computes every step), at two shapes in turn; no model output is ever a cached value, so
+    a caller writing into an output changes nothing later."""
+    xml = ROOT / "tests" / "networks" / f"{net}_dynamic.xml"
+    m = irnorm.load(xml)
+    plan = m._plan
+    assert plan.shape_steps and plan.run_replay is not None
+    assert all((st.node.index, k) not in plan.outputs for j in plan.shape_steps
+               for st in [plan.steps[j]] for k in range(len(st.node.outputs)))
+    with np.load(xml.with_suffix(".inputs.npz")) as z:
+        feeds = {k: z[k] for k in z.files}
+    rng = np.random.default_rng(1)
+    other = {}
+    for k, v in feeds.items():
+        shape = (1,) + v.shape[1:-1] + (v.shape[-1] - 2,) if v.ndim == 2 else (1,) + v.shape[1:2] + \
+            tuple(d - 16 for d in v.shape[2:])
+        other[k] = (rng.integers(0, 50, shape).astype(v.dtype) if v.dtype.kind == "i"
+                    else rng.standard_normal(shape).astype(v.dtype))
+    if "attention_mask" in other:
+        other["attention_mask"][:] = 1
+    for f in (feeds, other, feeds, other):
+        want = m.run(f, profile=True)
+        got = m.run(f)
+        assert len(plan.shape_cache) <= 2
+        for k in want:
+            assert got[k].tobytes() == want[k].tobytes(), (net, k)
+            got[k][...] = 0  # the caller's array: later runs must not see it
+    assert len(plan.shape_cache) == 2

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +15,12 @@ from ..errors import Diagnostic, InputError, IrnormError, RuleError
 from ..ir.graph import Node
 from .bind import TensorSpec
 from .plan import Plan, Step
+
+# The shape steps' values kept per tuple of input shapes (Plan.shape_cache): at most this many bytes for one
+# tuple (a T5 position-bucket table at a long sequence may not pay), this many in all, this many tuples.
+SHAPE_VALUES_BYTES = 4 << 20
+SHAPE_CACHE_BYTES = 32 << 20
+SHAPE_KEYS_KEPT = 64
 
 # Called with (node, its output arrays, seconds its kernel took) for every Parameter (first, 0.0 s)
 # and every executed layer, in execution order, right after the layer ran.  The arrays must not be
@@ -143,7 +150,24 @@ def _run_steps(plan: Plan, slots: list[np.ndarray | None], direct: dict[int, np.
     """Every step in order: operands from the slots, outputs into them (or into the caller's out=
     arrays in `direct`), dead values freed."""
     if hook is None and not direct:
-        plan.run_plain(slots, lambda e, st: _located(e, st, plan))
+        if plan.run_replay is None:
+            plan.run_plain(slots, lambda e, st: _located(e, st, plan))
+            return
+        # a dynamic model with shape steps: their values from the last run at these input shapes
+        key = tuple(slots[plan.slot_of[(pi, 0)]].shape for pi in plan.parameters)
+        cache = plan.shape_cache
+        seen = cache.get(key)
+        if seen is not None:
+            plan.run_replay(slots, lambda e, st: _located(e, st, plan), seen)
+            return
+        record: dict[int, Any] = {}
+        plan.run_record(slots, lambda e, st: _located(e, st, plan), record)
+        size = sum(getattr(v, "nbytes", 0) for v in record.values())
+        if size <= SHAPE_VALUES_BYTES:
+            total = sum(sum(getattr(v, "nbytes", 0) for v in r.values()) for r in list(cache.values()))
+            if len(cache) >= SHAPE_KEYS_KEPT or total + size > SHAPE_CACHE_BYTES:
+                cache.clear()  # a model fed ever new shapes starts over (no iteration over a changing dict)
+            cache[key] = record
         return
     if direct:
         from ..kernels.pool import OUTPUTS  # only here: planning and validation never import kernels

@@ -9,7 +9,7 @@ import linecache
 import os
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,12 @@ class Plan:
     run_plain: Callable[[list, Callable], None] | None = None
     source: str = ""  # its source, for debugging (tracebacks show its lines)
     uses_blas: bool = False  # a step calls numpy's BLAS (execute() then sets its threads: kernels/blas.py)
+    # dynamic models: the steps whose values depend on the input shapes alone (shape_steps), the runner's
+    # forms that record them into / replay them from a cache, and that cache by tuple of input shapes
+    shape_steps: frozenset[int] = frozenset()
+    run_record: Callable[..., None] | None = None
+    run_replay: Callable[..., None] | None = None
+    shape_cache: dict[tuple, dict[int, Any]] = field(default_factory=dict)
 
     def assign_slots(self) -> None:
         """The flat plan: every runtime value (inputs, step outputs) gets a slot in one list, and each
@@ -102,6 +108,13 @@ class Plan:
             st.free_slots = tuple(slot_of[a] for a in st.frees if a in slot_of)
         self.slot_of = slot_of
         self.run_plain, self.source = plain_runner(self)
+        self.shape_steps = shape_steps(self)
+        self.shape_cache = {}
+        if self.shape_steps:
+            self.run_record, _ = plain_runner(self, "record")
+            self.run_replay, _ = plain_runner(self, "replay")
+        else:
+            self.run_record = self.run_replay = None
 
     @property
     def parameters(self) -> list[int]:
@@ -232,68 +245,56 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True) -> Plan:
 _RUNNERS = itertools.count()
 
 
-def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
+def shape_steps(plan: Plan) -> frozenset[int]:
+    """Steps of a dynamic model whose outputs depend on the inputs' shapes alone: ShapeOf, and every step
+    whose runtime operands all come from such steps (the Gather / Concat / Range chains that build
+    Reshape targets, masks and position tables).  Their values are the same at every run with the same
+    input shapes, so a run can take them from the last run at those shapes (Plan.shape_cache).  A model
+    output is never one of them (the caller gets its own array)."""
+    if all(d >= 0 for pi in plan.parameters for d in (plan.graph.nodes[pi].outputs[0].shape or (-1,))):
+        return frozenset()  # static: such subgraphs were folded at load time
+    outputs = set(plan.outputs)
+    determined: set[Value] = set()
+    steps = set()
+    for j, st in enumerate(plan.steps):
+        runtime = [tuple(a) for a in st.args if tuple(a) not in plan.constants]
+        root = st.node.op_type == "ShapeOf" and not st.covers
+        if root or (runtime and all(a in determined for a in runtime)):
+            produced = [(st.node.index, k) for k in range(len(st.node.outputs))]
+            if any(v in outputs for v in produced):
+                continue
+            determined.update(produced)
+            steps.add(j)
+    return frozenset(steps)
+
+
+def plain_runner(plan: Plan, mode: str = "plain") -> tuple[Callable[..., None], str]:
     """The plan's steps as straight-line Python, one line per step: operands and results in local
     variables, constants and kernels bound by name, dead values dropped where the plan frees them.
     Against a loop that reads each step's slots from tables, this saves about 0.2 us a step (BERT-sized
     models have 50-140 steps of a few us each).  ``run(slots, locate)``: the inputs are read from
     `slots`, the model's outputs written back to it; an irnorm error raised by a step's kernel becomes
-    ``locate(error, step)``.  Rebuilt by assign_slots whenever a step's kernel changes."""
+    ``locate(error, step)``.  Rebuilt by assign_slots whenever a step's kernel changes.
+    `mode` "record" / "replay" (dynamic models with shape_steps): ``run(slots, locate, cache)`` also
+    stores the shape steps' outputs in `cache` by slot, or takes them from it instead of running them."""
     names: dict[str, Any] = {"_errors": (RuleError, IrnormError), "_steps": plan.steps, "np": np}
-    lines = ["def run(slots, locate):", "    k = 0", "    try:", "        pass"]
+    lines = ["def run(slots, locate, cache=None):", "    k = 0", "    try:", "        pass"]
     used = {s for st in plan.steps for _, s in st.arg_slots}
     for pi in plan.parameters:
         s = plan.slot_of[(pi, 0)]
         if s in used:
             lines.append(f"        v{s} = slots[{s}]")
     static_model = all(d >= 0 for pi in plan.parameters for d in (plan.graph.nodes[pi].outputs[0].shape or (-1,)))
+    cached = plan.shape_steps if mode != "plain" else frozenset()
     for j, st in enumerate(plan.steps):
-        names[f"kernel{j}"] = st.kernel
-        runtime = dict(st.arg_slots)
-        inline = getattr(st.kernel, "static_expr", None)
-        # how many outputs the expression gives: one, or a tuple of static_outputs (a Split's parts)
-        inline_outputs = getattr(st.kernel, "static_outputs", 1)
-        if static_model and inline is not None and len(st.out_slots) == inline_outputs and list(runtime) == [0]:
-            # a data-movement step whose kernel says what it computes on a static model (Reshape & co.'s
-            # copy + reshape, Transpose's permuted copy, a Slice, a Split): written here, without the call
-            # (~1.5 us a step)
-            targets = ", ".join(f"v{s}" for s in st.out_slots)
-            lines.append(f"        k = {j}; {targets} = " + inline.format(x=f"v{runtime[0]}"))
-            lines += [f"        v{s} = None" for s in st.free_slots]
+        frees = [f"        v{s} = None" for s in st.free_slots]
+        if j in cached and mode == "replay":  # the value this step gave at these input shapes
+            lines += [f"        k = {j}; v{s} = cache[{s}]" for s in st.out_slots] + frees
             continue
-        fast = getattr(st.kernel, "static_call", None)
-        if static_model and fast is not None and len(st.out_slots) == 1 and runtime and 0 in runtime:
-            # a kernel with a form for its runtime operands on a static model (a MatMul by a constant B, a
-            # convolution with constant filters and maybe a fused residual): called with those arrays in
-            # order, the result returned as it is (no operand list, no list back)
-            names[f"fast{j}"] = fast
-            args = ", ".join(f"v{runtime[i]}" for i in sorted(runtime))
-            lines.append(f"        k = {j}; v{st.out_slots[0]} = fast{j}({args})")
-            lines += [f"        v{s} = None" for s in st.free_slots]
-            continue
-        operands = []
-        for i, c in enumerate(st.argv or []):
-            if i in runtime:
-                operands.append(f"v{runtime[i]}")
-            else:
-                names[f"c{j}_{i}"] = c
-                operands.append(f"c{j}_{i}")
-        every = getattr(st.kernel, "static_all", None)
-        if static_model and every is not None and len(st.out_slots) == 1:
-            # a kernel with a form for all its operands on a static model (a small elementwise op: numpy's
-            # ufunc itself): called with them in order, constants bound by name, the result as it is
-            names[f"every{j}"] = every
-            lines.append(f"        k = {j}; v{st.out_slots[0]} = every{j}({', '.join(operands)})")
-            lines += [f"        v{s} = None" for s in st.free_slots]
-            continue
-        call = f"kernel{j}([{', '.join(operands)}])"
-        if len(st.out_slots) == 1:
-            lines.append(f"        k = {j}; v{st.out_slots[0]} = {call}[0]")
-        else:
-            lines.append(f"        k = {j}; outs = {call}")
-            # a kernel may return fewer outputs than the layer declares when the rest are never read
-            lines += [f"        v{s} = outs[{q}] if len(outs) > {q} else None" for q, s in enumerate(st.out_slots)]
-        lines += [f"        v{s} = None" for s in st.free_slots]
+        lines += _step_lines(plan, j, st, names, static_model)
+        if j in cached:  # record
+            lines += [f"        cache[{s}] = v{s}" for s in st.out_slots]
+        lines += frees
     step_outputs = {s for st in plan.steps for s in st.out_slots}
     for o in plan.outputs:
         s = plan.slot_of.get(o)
@@ -301,12 +302,54 @@ def plain_runner(plan: Plan) -> tuple[Callable[[list, Callable], None], str]:
             lines.append(f"        slots[{s}] = v{s}")
     lines += ["    except _errors as e:", "        raise locate(e, _steps[k]) from None"]
     source = "\n".join(lines) + "\n"
-    filename = f"<irnorm plan {next(_RUNNERS)}>"
+    filename = f"<irnorm plan {next(_RUNNERS)}{'' if mode == 'plain' else ' ' + mode}>"
     exec(compile(source, filename, "exec"), names)
     run = names["run"]
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     weakref.finalize(run, linecache.cache.pop, filename, None)  # the lines live as long as the function
     return run, source
+
+
+def _step_lines(plan: Plan, j: int, st: Step, names: dict[str, Any], static_model: bool) -> list[str]:
+    """plain_runner's line(s) computing step j's outputs (kernels and constants bound in `names`)."""
+    names[f"kernel{j}"] = st.kernel
+    runtime = dict(st.arg_slots)
+    inline = getattr(st.kernel, "static_expr", None)
+    # how many outputs the expression gives: one, or a tuple of static_outputs (a Split's parts)
+    inline_outputs = getattr(st.kernel, "static_outputs", 1)
+    if static_model and inline is not None and len(st.out_slots) == inline_outputs and list(runtime) == [0]:
+        # a data-movement step whose kernel says what it computes on a static model (Reshape & co.'s
+        # copy + reshape, Transpose's permuted copy, a Slice, a Split): written here, without the call
+        # (~1.5 us a step)
+        targets = ", ".join(f"v{s}" for s in st.out_slots)
+        return [f"        k = {j}; {targets} = " + inline.format(x=f"v{runtime[0]}")]
+    fast = getattr(st.kernel, "static_call", None)
+    if static_model and fast is not None and len(st.out_slots) == 1 and runtime and 0 in runtime:
+        # a kernel with a form for its runtime operands on a static model (a MatMul by a constant B, a
+        # convolution with constant filters and maybe a fused residual): called with those arrays in
+        # order, the result returned as it is (no operand list, no list back)
+        names[f"fast{j}"] = fast
+        args = ", ".join(f"v{runtime[i]}" for i in sorted(runtime))
+        return [f"        k = {j}; v{st.out_slots[0]} = fast{j}({args})"]
+    operands = []
+    for i, c in enumerate(st.argv or []):
+        if i in runtime:
+            operands.append(f"v{runtime[i]}")
+        else:
+            names[f"c{j}_{i}"] = c
+            operands.append(f"c{j}_{i}")
+    every = getattr(st.kernel, "static_all", None)
+    if static_model and every is not None and len(st.out_slots) == 1:
+        # a kernel with a form for all its operands on a static model (a small elementwise op: numpy's
+        # ufunc itself): called with them in order, constants bound by name, the result as it is
+        names[f"every{j}"] = every
+        return [f"        k = {j}; v{st.out_slots[0]} = every{j}({', '.join(operands)})"]
+    call = f"kernel{j}([{', '.join(operands)}])"
+    if len(st.out_slots) == 1:
+        return [f"        k = {j}; v{st.out_slots[0]} = {call}[0]"]
+    # a kernel may return fewer outputs than the layer declares when the rest are never read
+    return ([f"        k = {j}; outs = {call}"]
+            + [f"        v{s} = outs[{q}] if len(outs) > {q} else None" for q, s in enumerate(st.out_slots)])
 
 
 def _folded(node: Node) -> bool:
