@@ -268,13 +268,14 @@ def test_dynamic_models_keep_shape_rule_results_per_input_shapes(monkeypatch):
         assert len(m._shapes_seen) <= 3
 
 
-@pytest.mark.parametrize("net", ["bert", "t5", "swin"])
-def test_shape_steps_are_replayed_per_input_shapes(net):
+@pytest.mark.parametrize("net, replays", [("bert", True), ("t5", True), ("swin", False)])
+def test_shape_steps_are_replayed_per_input_shapes(net, replays):
     """A dynamic export's shape subgraphs (ShapeOf and what is computed from shapes alone: Reshape targets,
-    ranges, masks, T5's position buckets, Swin's window masks) run on the first call at given input shapes
-    and are taken from then on from that call: every output bit-identical to the step-by-step loop's (a
-    profiled run computes every step), at two shapes in turn; no model output is ever a cached value, so
-    a caller writing into an output changes nothing later."""
+    ranges, masks, T5's position buckets) run on the first call at given input shapes and are taken from
+    then on from that call: every output bit-identical to the step-by-step loop's (a profiled run computes
+    every step), at two shapes in turn; no model output is ever a cached value, so a caller writing into an
+    output changes nothing later. Swin's ShapeOf layers read tensors reshaped to computed targets, whose
+    shapes the shape rules leave unknown (-1), so its shape steps run every time."""
     xml = ROOT / "tests" / "networks" / f"{net}_dynamic.xml"
     m = irnorm.load(xml)
     plan = m._plan
@@ -299,4 +300,28 @@ def test_shape_steps_are_replayed_per_input_shapes(net):
         for k in want:
             assert got[k].tobytes() == want[k].tobytes(), (net, k)
             got[k][...] = 0  # the caller's array: later runs must not see it
-    assert len(plan.shape_cache) == 2
+    assert len(plan.shape_cache) == (2 if replays else 0)
+    assert list(plan.replay_ok.values()) == [replays] * 2
+
+
+def test_shape_steps_after_a_data_dependent_shape_run_every_time(tmp_path):
+    """ShapeOf of a NonZero's output reads a shape that depends on the data, not on the input shapes: the
+    steps computed from it are never replayed (two inputs of one shape, different counts of non-zeros)."""
+    b = IRBuilder("nz")
+    x = b.parameter("x", (-1, 4), "f32")
+    (nz,) = b.layer("NonZero", [x], [((2, -1), "i64")], {"output_type": "i64"}, version="opset3")
+    (shape,) = b.layer("ShapeOf", [nz], [((2,), "i64")], {"output_type": "i64"}, version="opset3")
+    one = b.const(np.float32(1.5), "one")
+    (ones,) = b.layer("Broadcast", [one, shape], [((2, -1), "f32")], {"mode": "numpy"}, version="opset3")
+    two = b.const(np.float32(2.0), "two")
+    (y,) = b.layer("Multiply", [ones, two], [((2, -1), "f32")], {"auto_broadcast": "numpy"}, version="opset1",
+                   names=["y"])
+    b.result(y)
+    m = irnorm.load(b.save(tmp_path))
+    assert m._plan.shape_steps  # ShapeOf and the Broadcast
+    for count in (3, 5, 1, 3):
+        data = np.zeros((2, 4), np.float32)
+        data.reshape(-1)[:count] = 1.0
+        got = m.run({"x": data})["y"]
+        assert got.shape == (2, count) and np.all(got == 3.0)
+    assert m._plan.shape_cache == {} and list(m._plan.replay_ok.values()) == [False]

@@ -150,11 +150,11 @@ def _run_steps(plan: Plan, slots: list[np.ndarray | None], direct: dict[int, np.
     """Every step in order: operands from the slots, outputs into them (or into the caller's out=
     arrays in `direct`), dead values freed."""
     if hook is None and not direct:
-        if plan.run_replay is None:
+        key = () if plan.run_replay is None else tuple(slots[plan.slot_of[(pi, 0)]].shape for pi in plan.parameters)
+        if plan.run_replay is None or not plan.replay_ok.get(key):
             plan.run_plain(slots, lambda e, st: _located(e, st, plan))
             return
         # a dynamic model with shape steps: their values from the last run at these input shapes
-        key = tuple(slots[plan.slot_of[(pi, 0)]].shape for pi in plan.parameters)
         cache = plan.shape_cache
         seen = cache.get(key)
         if seen is not None:

@@ -121,7 +121,13 @@ class Model:
         self._peak = peak
         if len(self._shapes_seen) >= SHAPES_KEPT:
             self._shapes_seen.clear()  # a model fed ever new shapes starts over (no iteration: thread-safe)
+            plan.replay_ok.clear()
         self._shapes_seen[key] = (infos, peak)
+        if plan.shape_roots:
+            # the shape steps' values may be replayed at these shapes when every shape they read is known from
+            # the input shapes alone (not a NonZero's output, whose shape the rules leave -1)
+            plan.replay_ok[key[1:]] = all(
+                infos[v].shape is not None and all(d >= 0 for d in infos[v].shape) for v in plan.shape_roots)
         return infos
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *, cast: bool = False,

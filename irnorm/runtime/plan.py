@@ -87,6 +87,10 @@ class Plan:
     # dynamic models: the steps whose values depend on the input shapes alone (shape_steps), the runner's
     # forms that record them into / replay them from a cache, and that cache by tuple of input shapes
     shape_steps: frozenset[int] = frozenset()
+    # the tensors whose shapes the shape steps start from (ShapeOf's inputs): a replay is only valid at input
+    # shapes where the shape rules know all of theirs (not after a NonZero: Model._check_shapes decides)
+    shape_roots: tuple[Value, ...] = ()
+    replay_ok: dict[tuple, bool] = field(default_factory=dict)
     run_record: Callable[..., None] | None = None
     run_replay: Callable[..., None] | None = None
     shape_cache: dict[tuple, dict[int, Any]] = field(default_factory=dict)
@@ -109,7 +113,10 @@ class Plan:
         self.slot_of = slot_of
         self.run_plain, self.source = plain_runner(self)
         self.shape_steps = shape_steps(self)
+        self.shape_roots = tuple(tuple(self.steps[j].args[0]) for j in sorted(self.shape_steps)
+                                 if self.steps[j].node.op_type == "ShapeOf")
         self.shape_cache = {}
+        self.replay_ok = {}
         if self.shape_steps:
             self.run_record, _ = plain_runner(self, "record")
             self.run_replay, _ = plain_runner(self, "replay")
@@ -249,8 +256,9 @@ def shape_steps(plan: Plan) -> frozenset[int]:
     """Steps of a dynamic model whose outputs depend on the inputs' shapes alone: ShapeOf, and every step
     whose runtime operands all come from such steps (the Gather / Concat / Range chains that build
     Reshape targets, masks and position tables).  Their values are the same at every run with the same
-    input shapes, so a run can take them from the last run at those shapes (Plan.shape_cache).  A model
-    output is never one of them (the caller gets its own array)."""
+    input shapes -- where the shape rules know the shapes ShapeOf reads (Plan.replay_ok) -- so a run can
+    take them from the last run at those shapes (Plan.shape_cache).  A model output is never one of them
+    (the caller gets its own array)."""
     if all(d >= 0 for pi in plan.parameters for d in (plan.graph.nodes[pi].outputs[0].shape or (-1,))):
         return frozenset()  # static: such subgraphs were folded at load time
     outputs = set(plan.outputs)
