@@ -6,6 +6,7 @@ profile and OpenVINO's per-layer performance counters (PERF_COUNT), where OpenVI
 normalizations as nodes of their own (MVN, RMS); both with per-layer timing switched on.
 
     python benchmarks/networks.py                      # every *_static network, 3 rounds
+    python benchmarks/networks.py --variant dynamic    # the dynamic-shape exports
     python benchmarks/networks.py --only resnet18,bert --rounds 5 --markdown
     python benchmarks/networks.py --lockstep --rounds 2   # both processes alive, taking turns in bursts
 
@@ -209,7 +210,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma-separated network names (without _static)")
+    ap.add_argument("--only", default="", help="comma-separated network names (without _static / _dynamic)")
+    ap.add_argument("--variant", choices=("static", "dynamic"), default="static",
+                    help="the static-shape exports (default) or the dynamic ones (dynamic batch and sequence / "
+                         "spatial dims; each runs at its stored inputs' shapes)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--lockstep", action="store_true",
                     help="both contenders' processes alive at once, taking turns in bursts (see lockstep())")
@@ -229,20 +233,21 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from files import cpu_line
 
-    names = sorted(p.name[:-len("_static.xml")] for p in NETWORKS.glob("*_static.xml"))
+    suffix = f"_{args.variant}.xml"
+    names = sorted(p.name[:-len(suffix)] for p in NETWORKS.glob(f"*{suffix}"))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     print(f"# {cpu_line()}")
     if args.lockstep:
         print(f"# {args.threads} threads, lockstep: {args.rounds} process pairs x {args.bursts} bursts of "
-              f"{args.burst} timed calls each, the contenders' processes taking turns, static-shape exports")
+              f"{args.burst} timed calls each, the contenders' processes taking turns, {args.variant}-shape exports")
     else:
         print(f"# {args.threads} threads, {args.rounds} rounds x {args.runs} runs per process, each contender in "
-              "its own process, static-shape exports")
+              f"its own process, {args.variant}-shape exports")
     env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     rows = []
     for name in names:
-        xml = NETWORKS / f"{name}_static.xml"
+        xml = NETWORKS / f"{name}{suffix}"
         if args.lockstep:
             try:
                 r = lockstep(xml, args.rounds, args.bursts, args.burst, args.threads, env)

@@ -17,40 +17,21 @@ from irnorm.kernels.vmath import verf, vexp, vexpm1, vlog, vlog1p, vtanh
 F32 = np.finfo(np.float32)
 
 
-@njit(error_model="numpy")
-def _exp_loop(x, o):
-    for i in range(x.shape[0]):
-        o[i] = vexp(x[i])
+def _loop(fn):
+    """A jitted loop applying `fn` (one of vmath's functions) to every element."""
+    @njit(error_model="numpy")
+    def run(x, o):
+        for i in range(x.shape[0]):
+            o[i] = fn(x[i])
+    return run
 
 
-@njit(error_model="numpy")
-def _erf_loop(x, o):
-    for i in range(x.shape[0]):
-        o[i] = verf(x[i])
-
-
-@njit(error_model="numpy")
-def _tanh_loop(x, o):
-    for i in range(x.shape[0]):
-        o[i] = vtanh(x[i])
-
-
-@njit(error_model="numpy")
-def _log_loop(x, o):
-    for i in range(x.shape[0]):
-        o[i] = vlog(x[i])
-
-
-@njit(error_model="numpy")
-def _log1p_loop(x, o):
-    for i in range(x.shape[0]):
-        o[i] = vlog1p(x[i])
-
-
-@njit(error_model="numpy")
-def _expm1_loop(x, o):
-    for i in range(x.shape[0]):
-        o[i] = vexpm1(x[i])
+_exp_loop = _loop(vexp)
+_erf_loop = _loop(verf)
+_tanh_loop = _loop(vtanh)
+_log_loop = _loop(vlog)
+_log1p_loop = _loop(vlog1p)
+_expm1_loop = _loop(vexpm1)
 
 
 def _ulps(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:

@@ -120,34 +120,21 @@ _B = tuple(_F(c) for c in (-1.45660718464996e-05, -2.13374055278905e-04, -1.6828
                            -7.37332916720468e-03, -1.42647390514189e-02))
 
 
-def vexp(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """e**x: vectorizable for float32, libm for float64."""
-    raise NotImplementedError
+def _jit_only(name: str, what: str):
+    """A function for Numba kernels to call, typed by the overload _float32_or_libm gives it below."""
+    def f(x):  # pragma: no cover - only the overload is ever called (inside jitted code)
+        raise NotImplementedError
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{what}: vectorizable for float32, libm for float64."
+    return f
 
 
-def verf(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """erf(x): vectorizable for float32, libm for float64."""
-    raise NotImplementedError
-
-
-def vlog(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """log(x): vectorizable for float32, libm for float64."""
-    raise NotImplementedError
-
-
-def vlog1p(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """log(1 + x): vectorizable for float32, libm for float64."""
-    raise NotImplementedError
-
-
-def vexpm1(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """e**x - 1: vectorizable for float32, libm for float64."""
-    raise NotImplementedError
-
-
-def vtanh(x):  # pragma: no cover - only the overload below is ever called (inside jitted code)
-    """tanh(x): vectorizable for float32, libm for float64."""
-    raise NotImplementedError
+vexp = _jit_only("vexp", "e**x")
+verf = _jit_only("verf", "erf(x)")
+vlog = _jit_only("vlog", "log(x)")
+vlog1p = _jit_only("vlog1p", "log(1 + x)")
+vexpm1 = _jit_only("vexpm1", "e**x - 1")
+vtanh = _jit_only("vtanh", "tanh(x)")
 
 
 def _exp32(x):
