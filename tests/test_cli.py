@@ -407,8 +407,11 @@ def test_real_ctrl_c_exits_130_without_traceback(tmp_path):
 
     fifo = tmp_path / "in.npz"
     os.mkfifo(fifo)
+    # the child starts with SIGINT's default action even when this process runs with it ignored (a job
+    # started in the background by a shell inherits SIG_IGN, and Python then keeps it ignored)
     proc = subprocess.Popen([sys.executable, "-m", "irnorm", "run", str(CHAIN), "--inputs", str(fifo)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     fd = None
     try:
         deadline = time.monotonic() + 120
