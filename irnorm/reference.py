@@ -47,6 +47,8 @@ __all__ = [
     "matmul",
     "max_pool",
     "avg_pool",
+    "adaptive_avg_pool",
+    "adaptive_max_pool",
     "math_unary",
     "mish",
     "mod",
@@ -837,6 +839,38 @@ def avg_pool(x: ArrayLike, kernel: Sequence[int], strides: Sequence[int], pads_b
         out[(slice(None), slice(None)) + o] = s / count if count else 0.0
     return out
 
+
+
+def _adaptive_windows(spatial: Sequence[int], out_spatial: Sequence[int]):
+    """Yield (output index, tuple of slices): window i of o along an axis of n is
+    [floor(i * n / o), ceil((i + 1) * n / o))."""
+    for o in np.ndindex(*out_spatial):
+        yield o, tuple(slice(i * n // m, -(-(i + 1) * n // m)) for i, n, m in zip(o, spatial, out_spatial, strict=True))
+
+
+def adaptive_avg_pool(x: ArrayLike, out_spatial: Sequence[int]) -> np.ndarray:
+    """OpenVINO AdaptiveAvgPool-8 on [N, C, spatial...]: the mean of each adaptive window."""
+    x = _f64(x)
+    out = np.empty(x.shape[:2] + tuple(out_spatial))
+    for o, win in _adaptive_windows(x.shape[2:], out_spatial):
+        out[(slice(None), slice(None)) + o] = x[(slice(None), slice(None)) + win].reshape(x.shape[:2] + (-1,)).mean(-1)
+    return out
+
+
+def adaptive_max_pool(x: ArrayLike, out_spatial: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """OpenVINO AdaptiveMaxPool-8: the maximum of each adaptive window and its flat index within the (n, c)
+    plane (the first maximum on ties; data without NaN)."""
+    x = _f64(x)
+    n, c = x.shape[:2]
+    out = np.empty((n, c) + tuple(out_spatial))
+    idx = np.empty(out.shape, np.int64)
+    plane = np.arange(int(np.prod(x.shape[2:]))).reshape(x.shape[2:])
+    for o, win in _adaptive_windows(x.shape[2:], out_spatial):
+        vals = x[(slice(None), slice(None)) + win].reshape(n, c, -1)
+        j = np.argmax(vals, axis=-1)  # the first maximum, in row-major order
+        out[(slice(None), slice(None)) + o] = np.take_along_axis(vals, j[..., None], -1)[..., 0]
+        idx[(slice(None), slice(None)) + o] = plane[win].reshape(-1)[j]
+    return out, idx
 
 # ---- softmax and attention -------------------------------------------------------------------------
 

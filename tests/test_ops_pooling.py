@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from irbuilder import IRBuilder, expect_error, single_op_model
+from irbuilder import IRBuilder, expect_error, run_model, single_op_model
 from ovutil import compare_with_openvino, save
 
 import irnorm
+from irnorm import reference as R
 
 ov = pytest.importorskip("openvino")
 op1 = pytest.importorskip("openvino.opset1")
@@ -135,3 +136,101 @@ def test_max_pool_windows_inside_and_across_the_border_follow_the_rule(tmp_path,
         # the unfused (debugging) plan still computes them, for captures
         cap = m.run({"x": x}, capture=["pool"]).captures
         np.testing.assert_array_equal(cap[1].array, want[1])
+
+
+# ---- AdaptiveAvgPool-8 / AdaptiveMaxPool-8 (random shapes and sizes: tests/conformance/pooling.py) ----------
+
+
+def _adaptive(type_, x_spec, sizes, out, attrs=None, n_out=1):
+    size_in = ("param:s", sizes) if isinstance(sizes, tuple) else ("s", np.asarray(sizes))
+    outs = [(out, "f32")] + ([(out, (attrs or {}).get("index_element_type", "i64"))] if n_out > 1 else [])
+    return single_op_model(type_, [("param:x", x_spec), size_in], outs, attrs or {}, version="opset8")
+
+
+@pytest.mark.parametrize("x_spec,sizes,code,fragment", [
+    (((2, 3), "f32"), np.array([3], np.int64), "IRN032", "rank 3, 4 or 5"),
+    (((1, 2, 3, 4, 5, 6), "f32"), np.array([1, 1, 1, 1], np.int64), "IRN032", "rank 3, 4 or 5"),
+    (((1, 2, 6, 6), "i32"), np.array([3, 3], np.int64), "IRN033", "floating-point"),
+    (((1, 2, 6, 6), "f32"), np.array([3], np.int64), "IRN032", "has 1 values"),
+    (((1, 2, 6, 6), "f32"), np.array([3, -1], np.int64), "IRN032", "must be >= 0"),
+    (((1, 2, 6, 6), "f32"), np.array([3.0, 3.0], np.float32), "IRN033", "integer"),
+    (((1, 2, 6, 6), "f32"), np.array([[3, 3]], np.int64), "IRN032", "1-D"),
+    (((1, 2, 0, 6), "f32"), np.array([2, 3], np.int64), "IRN032", "every window would be empty"),
+])
+@pytest.mark.parametrize("type_", ["AdaptiveAvgPool", "AdaptiveMaxPool"])
+def test_malformed_adaptive_pooling(tmp_path, type_, x_spec, sizes, code, fragment):
+    expect_error(_adaptive(type_, x_spec, sizes, [-1] * max(len(x_spec[0]), 3)), tmp_path, code, fragment)
+
+
+def test_adaptive_index_element_type_is_checked(tmp_path):
+    b = _adaptive("AdaptiveMaxPool", ((1, 2, 6, 6), "f32"), np.array([3, 3], np.int64), [1, 2, 3, 3],
+                  {"index_element_type": "f32"}, n_out=2)
+    expect_error(b, tmp_path, "IRN021", "index_element_type", "not i32 or i64")
+
+
+def test_adaptive_sizes_given_at_run_time_are_checked_there(tmp_path):
+    """The sizes as a model input: the output shape is found per call; a size that breaks the rule is an
+    IRN064 at the layer (never a traceback), and a good call after it still runs."""
+    m = irnorm.load(_adaptive("AdaptiveAvgPool", ((1, 2, -1, -1), "f32"), ((-1,), "i64"), [1, 2, -1, -1])
+                    .save(tmp_path, "rt"))
+    x = np.arange(2 * 6 * 4, dtype=np.float32).reshape(1, 2, 6, 4)
+    for bad, fragment in (([3, -2], "must be >= 0"), ([3, 3, 3], "has 3 values")):
+        with pytest.raises(irnorm.InputError) as e:
+            m.run({"x": x, "s": np.array(bad, np.int64)})
+        assert e.value.diagnostics[0].code == "IRN064" and fragment in str(e.value)
+    with pytest.raises(irnorm.InputError, match="every window would be empty"):
+        m.run({"x": np.zeros((1, 2, 0, 4), np.float32), "s": np.array([1, 1], np.int64)})
+    y = m.run({"x": x, "s": np.array([3, 2], np.int64)})["y"]
+    assert np.array_equal(y, x.reshape(1, 2, 3, 2, 2, 2).mean(axis=(3, 5)))  # even windows: plain block means
+
+
+def test_adaptive_windows_overlap_when_sizes_do_not_divide(tmp_path):
+    """5 -> 3: windows [0, 2), [1, 4), [3, 5) (floor(i n / o), ceil((i + 1) n / o)): the middle one takes 3
+    elements and overlaps both neighbours; 2 -> 5 repeats elements."""
+    x = np.array([[[1.0, 2.0, 4.0, 8.0, 16.0]]], np.float32)
+    got = run_model(_adaptive("AdaptiveAvgPool", ((1, 1, 5), "f32"), np.array([3], np.int64), [1, 1, 3]), tmp_path,
+                    {"x": x})["y"]
+    assert got.dtype == np.float32 and np.allclose(got, [[[1.5, 14 / 3, 12.0]]], rtol=1e-7, atol=0)
+    up = run_model(_adaptive("AdaptiveMaxPool", ((1, 1, 2), "f32"), np.array([5], np.int64), [1, 1, 5],
+                             {"index_element_type": "i32"}, n_out=2), tmp_path, {"x": x[..., :2]})
+    # window i of 5 over 2: [floor(2i / 5), ceil(2(i + 1) / 5)) = [0,1) [0,1) [0,2) [1,2) [1,2)
+    assert up["y"].tolist() == [[[1.0, 1.0, 2.0, 2.0, 2.0]]] and up["y1"].tolist() == [[[0, 0, 1, 1, 1]]]
+    assert up["y1"].dtype == np.int32
+
+
+def test_adaptive_max_pool_ties_and_nan_follow_openvino(tmp_path):
+    """The first maximum wins ties; a NaN is kept only as a window's first tap (a later NaN never compares
+    greater) -- what OpenVINO's CPU plugin gives (i32 indices: it cannot compile i64 ones)."""
+    x = op1.parameter([1, 1, 3, 4], np.float32, name="x")
+    m = ov.opset8.adaptive_max_pool(x, op1.constant(np.array([2, 2], np.int64)), "i32")
+    m.output(0).get_tensor().set_names({"v"})
+    m.output(1).get_tensor().set_names({"i"})
+    xml = save(ov.Model([op1.result(m.output(0)), op1.result(m.output(1))], [x]), tmp_path, "ties")
+    data = np.array([[[[np.nan, 3, 3, 1], [3, np.nan, 1, 3], [0, 0, 0, 0]]]], np.float32)
+    got = irnorm.load(xml).run({"x": data})
+    expected = ov.Core().compile_model(xml, "CPU")([data])
+    assert np.array_equal(got["v"], expected[0], equal_nan=True) and np.array_equal(got["i"], expected[1])
+    assert got["i"].tolist() == [[[[0, 2], [4, 7]]]]  # NaN first (0); ties 3 at 2 and 7 -> 2; 3 at 4 of [3, nan, 0, 0]
+
+
+def test_adaptive_max_pool_indices_unread_or_undeclared(tmp_path):
+    """A layer declaring one output port (or whose indices nothing reads) returns just the maxima."""
+    x = np.random.default_rng(5).standard_normal((2, 3, 7, 5)).astype(np.float32)
+    one = run_model(_adaptive("AdaptiveMaxPool", ((2, 3, 7, 5), "f32"), np.array([3, 2], np.int64), [2, 3, 3, 2]),
+                    tmp_path, {"x": x}, name="one")["y"]
+    ref, _ = R.adaptive_max_pool(x, [3, 2])
+    assert one.dtype == np.float32 and np.array_equal(one, ref.astype(np.float32))
+
+
+def test_vgg_style_head_from_openvino_at_two_dynamic_shapes(tmp_path):
+    """AdaptiveAvgPool2d((7, 7)) as a torchvision VGG exports it (a constant size input), on dynamic spatial
+    dims: inputs smaller than 7 repeat elements, larger ones average."""
+    x = op1.parameter([-1, 4, -1, -1], np.float32, name="x")
+    p = ov.opset8.adaptive_avg_pool(x, op1.constant(np.array([7, 7], np.int64)))
+    y = op1.reshape(p, op1.constant(np.array([0, -1], np.int64)), True)
+    y.output(0).get_tensor().set_names({"y"})
+    xml = save(ov.Model([op1.result(y)], [x]), tmp_path, "vgg_head")
+    rng = np.random.default_rng(7)
+    for shape in [(1, 4, 5, 3), (2, 4, 16, 23)]:
+        got = compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})
+        assert got["y"].shape == (shape[0], 4 * 49)

@@ -230,6 +230,45 @@ class SSDBackbone(nn.Module):
         return tuple(out)
 
 
+class AlexNetSmall(nn.Module):
+    """torchvision's AlexNet layout at 1/``div`` of its width, the classifier's hidden layers at 1/(4 ``div``) (its
+    class hard-codes 64-256 channels and a 9216 x 4096 classifier, 61M parameters): 11x11/4 stem, three 3x3/2
+    max-pools, ``AdaptiveAvgPool2d((6, 6))`` -- which OpenVINO writes as AdaptiveAvgPool-8 and which, on inputs
+    smaller than 224x224, repeats features -- then the classifier (Dropout is off in eval).  A second output pools
+    the same features with fastai's AdaptiveConcatPool2d at 2x2 (``AdaptiveMaxPool2d`` and ``AdaptiveAvgPool2d``
+    concatenated: AdaptiveMaxPool-8 with i32 indices)."""
+
+    def __init__(self, div: int = 8, num_classes: int = 10):
+        super().__init__()
+
+        def c(n: int) -> int:
+            return n // div
+
+        self.features = nn.Sequential(
+            nn.Conv2d(3, c(64), kernel_size=11, stride=4, padding=2), nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2),
+            nn.Conv2d(c(64), c(192), kernel_size=5, padding=2), nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2),
+            nn.Conv2d(c(192), c(384), kernel_size=3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(c(384), c(256), kernel_size=3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(c(256), c(256), kernel_size=3, padding=1), nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2),
+        )
+        self.avgpool = nn.AdaptiveAvgPool2d((6, 6))
+        self.classifier = nn.Sequential(
+            nn.Dropout(p=0.5), nn.Linear(c(256) * 6 * 6, c(1024)), nn.ReLU(inplace=True),
+            nn.Dropout(p=0.5), nn.Linear(c(1024), c(1024)), nn.ReLU(inplace=True),
+            nn.Linear(c(1024), num_classes),
+        )
+        self.concat_max = nn.AdaptiveMaxPool2d((2, 2))
+        self.concat_avg = nn.AdaptiveAvgPool2d((2, 2))
+
+    def forward(self, x):
+        f = self.features(x)
+        logits = self.classifier(torch.flatten(self.avgpool(f), 1))
+        return logits, torch.cat([self.concat_max(f), self.concat_avg(f)], 1)
+
+
 # ----------------------------------------------------------------------------------------------------
 # transformers models (tiny configs, random weights, no caches, plain tensor outputs)
 
@@ -433,6 +472,10 @@ NETWORKS: tuple[Network, ...] = (
             "timm MobileViTv2 at multiplier 0.25 (mobilevitv2_050 is 0.5; "
             "the unfold sizes are traced as constants, so only the batch is dynamic): inverted residuals + "
             "separable self-attention with GroupNorm(1) (LayerNorm over C,H,W)"),
+    Network("alexnet", AlexNetSmall, _image(160, 128), "torchvision AlexNet's layout at 1/8 width (classifier "
+            "1/32) on a 160x160 input: "
+            "AdaptiveAvgPool2d((6, 6)) before the classifier (AdaptiveAvgPool-8), plus a fastai-style concat pool "
+            "head (AdaptiveMaxPool-8 + AdaptiveAvgPool-8 at 2x2) as a second output"),
     Network("ssd_vgg_backbone", SSDBackbone, (Input("x", (1, 3, 300, 300), (2, 3, 268, 268), (0, 2, 3)),),
             "SSD300-VGG16 feature extractor (torchvision's SSDFeatureExtractorVGG layout written out at 1/8 width: "
             "VGG16 convs, ceil-mode pooling, L2-normalised + scaled conv4_3, atrous fc6, extras) on a 300x300 "

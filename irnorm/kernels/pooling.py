@@ -345,3 +345,80 @@ def avg_pool(x: np.ndarray, out_spatial: list[int], kernel: list[int], strides: 
         _avg_parallel(xs, out, _pad3(kernel, 1), _pad3(strides, 1), _pad3(dilations or [1] * len(kernel), 1),
                       _pad3(pads_begin, 0), limit, exclude_pad, _tasks(rows, out.size * int(np.prod(kernel))))
     return out.reshape((n, c) + tuple(out_spatial))
+
+
+# ---- adaptive pooling: window i of n_out over n_in is [floor(i n_in / n_out), ceil((i + 1) n_in / n_out)) ----
+
+
+def adaptive_bins(n_in: int, n_out: int) -> np.ndarray:
+    """[n_out, 2] int64 (start, end) of each adaptive window along one axis (exact integer arithmetic)."""
+    i = np.arange(n_out, dtype=np.int64)
+    return np.stack([i * n_in // n_out, -(-(i + 1) * n_in // n_out)], axis=1) if n_out else np.zeros((0, 2), np.int64)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _adaptive_rows(x, out, idx, bd, bh, bw, average, lo, hi):
+    H, W = x.shape[2], x.shape[3]
+    OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
+    for r in range(lo, hi):
+        p, od = r // OD, r % OD
+        z0, z1 = bd[od, 0], bd[od, 1]
+        for oh in range(OH):
+            y0, y1 = bh[oh, 0], bh[oh, 1]
+            for ow in range(OW):
+                t0, t1 = bw[ow, 0], bw[ow, 1]
+                if average:
+                    acc = 0.0
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for t in range(t0, t1):
+                                acc += x[p, z, y, t]
+                    out[p, od, oh, ow] = acc / ((z1 - z0) * (y1 - y0) * (t1 - t0))
+                else:
+                    # the first tap starts the window, a later one replaces it only when strictly greater:
+                    # the first maximum wins ties, a NaN counts only as the first tap (OpenVINO's CPU plugin)
+                    best = x[p, z0, y0, t0]
+                    arg = (z0 * H + y0) * W + t0
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for t in range(t0, t1):
+                                v = x[p, z, y, t]
+                                if v > best:
+                                    best = v
+                                    arg = (z * H + y) * W + t
+                    out[p, od, oh, ow] = best
+                    idx[p, od, oh, ow] = arg
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def _adaptive_parallel(x, out, idx, bd, bh, bw, average, tasks):
+    n = out.shape[0] * out.shape[1]
+    for t in prange(tasks):
+        _adaptive_rows(x, out, idx, bd, bh, bw, average, t * n // tasks, (t + 1) * n // tasks)
+
+
+def adaptive_pool_plan(shape: tuple[int, ...], out_spatial: list[int], cdt: np.dtype, average: bool
+                       ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]:
+    """AdaptiveAvgPool / AdaptiveMaxPool for inputs of this shape: (values in cdt, and for max the flat
+    int64 index of each maximum within its plane, ``d * H * W + h * W + w``), both [N, C, *out_spatial].
+    Every window holds at least one tap: the caller refuses a spatial dim of 0 pooled to a size above 0."""
+    n, c = shape[:2]
+    sp = tuple(shape[2:])
+    planes_shape = (n * c,) + (1,) * (3 - len(sp)) + sp
+    out3 = (1,) * (3 - len(out_spatial)) + tuple(int(v) for v in out_spatial)
+    oshape = (n * c,) + out3
+    final = (n, c) + tuple(out_spatial)
+    bins = [adaptive_bins(i, o) for i, o in zip(planes_shape[1:], out3, strict=True)]
+    size = prod(oshape)
+    # the average window holds about in / out taps per axis: the work is about the input's size
+    tasks = _tasks(oshape[0] * oshape[1], max(size, prod(planes_shape)))
+
+    def run(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        xs = np.ascontiguousarray(x, dtype=cdt).reshape(planes_shape)
+        out = np.empty(oshape, cdt)
+        idx = np.empty(oshape if not average else (0, 0, 0, 0), np.int64)
+        if size:
+            _adaptive_parallel(xs, out, idx, bins[0], bins[1], bins[2], average, tasks)
+        return out.reshape(final), (None if average else idx.reshape(final))
+
+    return run

@@ -1,4 +1,5 @@
-"""MaxPool-1/8/14 and AvgPool-1/14 over 1 to 3 spatial dims ([N, C, spatial...]).
+"""MaxPool-1/8/14, AvgPool-1/14/16 and AdaptiveAvgPool-8 / AdaptiveMaxPool-8 over 1 to 3 spatial dims
+([N, C, spatial...]).
 
 Output size per spatial dim, with the effective kernel ``e = dilation * (kernel - 1) + 1``:
 
@@ -17,6 +18,15 @@ as OpenVINO's reference and CPU plugin do for f32); its -8/-14 second output hol
 in ``index_element_type`` (i32 or i64).  AvgPool divides by the taps inside the input when
 ``exclude-pad`` is true, else by the taps inside the padded extent.  f16/bf16 compute in float32 and
 round once; f64 in float64.  Kernels: irnorm.kernels.pooling (Numba, parallel over planes and rows).
+
+The adaptive ops take the output's spatial sizes as a second input (1-D i32/i64, one value per spatial
+dim; torchvision's AlexNet and VGG export ``AdaptiveAvgPool2d((6, 6))`` / ``((7, 7))`` this way).  Window
+``i`` of ``out`` along an axis of ``in`` elements is ``[floor(i * in / out), ceil((i + 1) * in / out))``:
+windows may overlap, and ``out > in`` repeats elements.  AdaptiveMaxPool's second output is the flat index
+of each maximum within its plane (``(d * H + h) * W + w``, the first maximum on ties, a NaN only when it is
+the window's first tap), in ``index_element_type``.  Data must be floating-point (the spec's T); a spatial
+dim of 0 pooled to a size above 0 is refused (IRN032: every window would be empty -- OpenVINO's reference
+refuses it, its CPU plugin returns uninitialized memory).
 """
 
 from __future__ import annotations
@@ -27,7 +37,19 @@ import numpy as np
 
 from ..ir.attrs import Attr, AttrSchema, enum, optional, parse_bool, parse_int, parse_int_list
 from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, cast, compute_dtype
-from .base import Kernel, NodeContext, Op, TensorInfo, fail, fmt_shape, register, runtime_error
+from .base import (
+    Kernel,
+    NodeContext,
+    Op,
+    RuleError,
+    TensorInfo,
+    fail,
+    fmt_shape,
+    int_list_length,
+    partial_of,
+    register,
+    runtime_error,
+)
 from .reduce import lowest
 
 AUTO_PAD = enum("explicit", "same_upper", "same_lower", "valid", "notset")
@@ -285,3 +307,103 @@ class AvgPool16(_AvgPool):
     schema = AttrSchema(_common(("floor", "ceil", "ceil_torch")) + [
         Attr("exclude-pad", parse_bool), optional("dilations", parse_int_list, [], check=_positive_list("dilation"))])
     doc = "AvgPool-14 plus dilations."
+
+
+# ---- AdaptiveAvgPool-8 / AdaptiveMaxPool-8 --------------------------------------------------------------
+
+
+def adaptive_output(data: tuple[int, ...] | None, sizes: list[int | None] | None, n_sizes: int | None
+                    ) -> tuple[int, ...] | None:
+    """The output shape ([N, C] + sizes, -1 where unknown) after checking ranks and sizes; None when the
+    rank is unknown.  Raises IRN032."""
+    if data is not None and not 3 <= len(data) <= 5:
+        raise fail("IRN032", f"data {fmt_shape(data)} must have rank 3, 4 or 5 ([N, C] and 1 to 3 spatial dims)")
+    if n_sizes is None and sizes is not None:
+        n_sizes = len(sizes)
+    if data is not None and n_sizes is not None and n_sizes != len(data) - 2:
+        raise fail("IRN032", f"output_shape has {n_sizes} values, data {fmt_shape(data)} has {len(data) - 2} "
+                             f"spatial dims")
+    if data is None and n_sizes is None:
+        return None
+    if sizes is None:
+        sizes = [None] * (len(data) - 2 if data is not None else n_sizes)
+    for k, v in enumerate(sizes):
+        if v is None:
+            continue
+        if v < 0:
+            raise fail("IRN032", f"output_shape value {k} is {v}; sizes must be >= 0")
+        if v > 0 and data is not None and data[2 + k] == 0:
+            raise fail("IRN032", f"spatial dim {k} of data {fmt_shape(data)} is 0 and cannot be pooled to size {v} "
+                                 f"(every window would be empty)")
+    head = data[:2] if data is not None else (-1, -1)
+    return tuple(head) + tuple(-1 if v is None else int(v) for v in sizes)
+
+
+class _AdaptivePool(Op):
+    type: ClassVar[str]
+    version = 8
+    opsets = (8, None)
+    inputs = (2, 2)
+    average: ClassVar[bool]
+
+    def _infer(self, ctx: NodeContext) -> TensorInfo:
+        x = ctx.inputs[0]
+        if x.dtype not in FLOAT_TYPES:
+            raise fail("IRN033", f"data must be a floating-point tensor, got {x.dtype}")
+        n = int_list_length(ctx, 1, "output_shape", scalar_ok=False, where=" (input 1)")
+        return TensorInfo(adaptive_output(x.shape, partial_of(ctx.inputs[1]), n), x.dtype)
+
+    def build(self, ctx: NodeContext) -> Kernel:
+        from ..kernels import pooling as kern  # lazy: validate never imports numba
+
+        layer = ctx.layer
+        average = self.average
+        want_idx = not average and ctx.num_outputs > 1 and (ctx.outputs_read is None or ctx.outputs_read > 1)
+        index_type = None if average else ELEMENT_TYPES[ctx.attrs["index_element_type"]]
+        plans: dict[tuple, tuple] = {}  # (shape, dtype, output_shape bytes) -> (compute dtype, bound kernel)
+
+        def run(ins):
+            x, sizes = ins[0], ins[1]
+            key = (x.shape, x.dtype, sizes.tobytes())
+            plan = plans.get(key)
+            if plan is None:
+                values = [int(v) for v in sizes.reshape(-1)]
+                try:
+                    out = adaptive_output(x.shape, values, None)
+                except RuleError as e:
+                    raise runtime_error(layer, e.message) from None
+                cdt = compute_dtype(x.dtype)
+                plan = cdt, kern.adaptive_pool_plan(x.shape, list(out[2:]), cdt, average)
+                if len(plans) < 16:
+                    plans[key] = plan
+            cdt, pool = plan
+            vals, idx = pool(x)
+            y = cast(vals, x.dtype) if x.dtype != cdt else vals
+            return [y, idx.astype(index_type, copy=False)] if want_idx else [y]
+
+        return run
+
+
+@register
+class AdaptiveAvgPool8(_AdaptivePool):
+    type = "AdaptiveAvgPool"
+    average = True
+    doc = ("data [N, C, 1-3 spatial dims], output_shape (1-D i32/i64, one size per spatial dim): the mean over "
+           "window i = [floor(i in / out), ceil((i + 1) in / out)) of each spatial axis.")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        return [self._infer(ctx)]
+
+
+@register
+class AdaptiveMaxPool8(_AdaptivePool):
+    type = "AdaptiveMaxPool"
+    average = False
+    outputs = (1, 2)
+    schema = AttrSchema([optional("index_element_type", _index_type, "i64")])
+    doc = ("AdaptiveAvgPool-8's windows, the maximum of each, and a second output: the flat index of that "
+           "maximum within its plane (first on ties) in index_element_type (i32 or i64, default i64).")
+
+    def infer(self, ctx: NodeContext) -> list[TensorInfo]:
+        y = self._infer(ctx)
+        return [y, TensorInfo(y.shape, ctx.attrs["index_element_type"])][: max(ctx.num_outputs, 1)]

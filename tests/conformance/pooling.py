@@ -1,4 +1,6 @@
-"""Rows for MaxPool-1/8/14 and AvgPool-1/14 (1-D to 3-D, every padding and rounding mode)."""
+"""Rows for MaxPool-1/8/14 and AvgPool-1/14/16 (1-D to 3-D, every padding and rounding mode) and
+AdaptiveAvgPool-8 / AdaptiveMaxPool-8 (windows that shrink, overlap and repeat, sizes of 0, sizes as a model
+input)."""
 
 from __future__ import annotations
 
@@ -95,6 +97,52 @@ def _ov(version: int, avg: bool):
     return build
 
 
+def _adaptive_case(avg: bool):
+    def sample(rng: np.random.Generator) -> Case:
+        nd = int(rng.integers(1, 4))
+        spatial = [int(v) for v in rng.integers(1, 10, nd)]
+        # smaller than, equal to and larger than the input (overlapping, repeating windows); now and then 0
+        sizes = [int(rng.choice([max(1, n // 2), n, n + int(rng.integers(1, 4)), int(rng.integers(1, 10))]))
+                 for n in spatial]
+        if rng.random() < 0.1:
+            sizes[int(rng.integers(nd))] = 0
+        dt = FLOATS[int(rng.integers(len(FLOATS)))]
+        x = floats(rng, [int(rng.integers(1, 3)), int(rng.integers(1, 4))] + spatial, dt)
+        if not avg and rng.random() < 0.3:  # ties: the first maximum's index
+            x = np.round(x).astype(dt)
+        size_input = np.array(sizes, np.int64 if rng.integers(2) else np.int32)
+        attrs = {} if avg else {"index_element_type": str(rng.choice(["i32", "i64"]))}
+        params = (0, 1) if rng.random() < 0.25 else (0,)  # the sizes as a model input, checked at run time
+        odd = ("OpenVINO's CPU plugin cannot compile AdaptiveMaxPool with i64 indices"
+               if attrs.get("index_element_type") == "i64" else "")
+        return Case((x, size_input), attrs, params=params, dynamic=bool(rng.integers(2)), not_openvino=odd,
+                    label=f"{x.shape} -> {sizes} params={params}")
+
+    return sample
+
+
+def _adaptive_ref(avg: bool):
+    def ref(c: Case) -> list[np.ndarray]:
+        x, sizes = c.inputs[0], [int(v) for v in c.inputs[1]]
+        if avg:
+            return [R.adaptive_avg_pool(x, sizes)]
+        y, idx = R.adaptive_max_pool(x, sizes)
+        return [y, idx.astype(np.int32 if c.attrs["index_element_type"] == "i32" else np.int64)]
+
+    return ref
+
+
+def _adaptive_ov(avg: bool):
+    def build(nodes, c: Case):
+        import openvino.opset8 as o8
+
+        if avg:
+            return o8.adaptive_avg_pool(nodes[0], nodes[1])
+        return o8.adaptive_max_pool(nodes[0], nodes[1], c.attrs["index_element_type"]).outputs()
+
+    return build
+
+
 ROWS = [
     Row("MaxPool-1", "opset1", _case(1, False), _ref(1, False), _ov(1, False)),
     Row("MaxPool-8", "opset8", _case(8, False), _ref(8, False), _ov(8, False)),
@@ -102,4 +150,6 @@ ROWS = [
     Row("AvgPool-1", "opset1", _case(1, True), _ref(1, True), _ov(1, True)),
     Row("AvgPool-14", "opset14", _case(14, True), _ref(14, True), _ov(14, True)),
     Row("AvgPool-16", "opset16", _case(16, True), _ref(16, True), _ov(16, True)),
+    Row("AdaptiveAvgPool-8", "opset8", _adaptive_case(True), _adaptive_ref(True), _adaptive_ov(True)),
+    Row("AdaptiveMaxPool-8", "opset8", _adaptive_case(False), _adaptive_ref(False), _adaptive_ov(False)),
 ]
