@@ -523,6 +523,8 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
         float(np.asarray(c.ins[4]).reshape(-1)[0]) if len(c.ins) > 4 else None, bool(c.a("causal")))],
     "MaxPool": _max_pool,
     "AvgPool": _avg_pool,
+    "AdaptiveAvgPool": lambda c: [R.adaptive_avg_pool(c.ins[0], _ints(c.ins[1]))],
+    "AdaptiveMaxPool": lambda c: list(R.adaptive_max_pool(c.ins[0], _ints(c.ins[1])))[: len(c.out_types)],
     "Split": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]),
                                [c.ins[0].shape[int(_ints(c.ins[1])[0])] // c.a("num_splits")] * c.a("num_splits")),
     "VariadicSplit": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]), _ints(c.ins[2])),
