@@ -172,7 +172,7 @@ def test_embedding_lookup_by_row_indices(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["resnet18_dynamic", "convnext_dynamic", "efficientnet_b0_dynamic",
-                                  "resnetv2_bit_dynamic"])
+                                  "resnetv2_bit_dynamic", "alexnet_dynamic"])
 def test_real_network_in_chunks(name):
     """A real export (tests/networks, written by OpenVINO from a torchvision model, dynamic batch) runs
     chunked: bit for bit what one process computes on the same chunks, and equal to one run over all the

@@ -481,6 +481,8 @@ RULES: dict[str, Rule] = {
     "BatchNormInference": _per_sample,
     "AvgPool": _per_sample,
     "MaxPool": _maxpool,
+    "AdaptiveAvgPool": _per_sample,
+    "AdaptiveMaxPool": _per_sample,  # its indices count within each plane
     "Convolution": _per_sample,
     "GroupConvolution": _per_sample,
     "Reshape": _reshape,
