@@ -36,7 +36,6 @@ KNOWN_FAILURES = {
         "test_range_int32_type_negative_delta_expanded")},
     **{t: "TensorIterator-1 (a sub-graph op) is not supported" for t in (
         "test_scan9_multi_state", "test_scan9_scalar", "test_scan9_sum", "test_scan_sum")},
-    "test_if": "If-8 (a sub-graph op) is not supported",
 }
 
 

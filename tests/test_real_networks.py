@@ -104,7 +104,9 @@ def test_variant_matches_its_name(name):
     """Guards the generator: dynamic variants have dynamic input dims and stored inputs of another shape than the
     static variant's; static ones have none."""
     text = _xml(name).read_text(encoding="utf-8")
-    params = re.findall(r'type="Parameter" version="opset1">\s*<data shape="([^"]*)"', text)
+    # the model's own Parameters (two tabs in), not those of an If's sub-graphs (nested deeper)
+    params = re.findall(r'^\t\t<layer [^>]*type="Parameter" version="opset1">\s*<data shape="([^"]*)"', text,
+                        flags=re.M)
     assert params, "no Parameter found"
     assert any("?" in p for p in params) == name.endswith("_dynamic"), params
     inputs = _inputs(name)

@@ -269,6 +269,26 @@ class AlexNetSmall(nn.Module):
         return logits, torch.cat([self.concat_max(f), self.concat_avg(f)], 1)
 
 
+class NMSHead(nn.Module):
+    """A detector's last step as torchvision writes it: ``torchvision.ops.batched_nms`` over boxes, scores and class
+    ids decoded from one [N, 6] tensor.  batched_nms's ``if boxes.numel() == 0`` is scripted code, so OpenVINO's
+    converter writes it as an If-8 with two sub-graphs (as in SSD, SSDLite, RetinaNet and Faster R-CNN); the
+    NonMaxSuppression-9 sits in the else branch.  Returns the kept boxes, scores and class ids."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.ops import batched_nms  # imported here: its first import while tracing fails
+
+        self.batched_nms = batched_nms
+
+    def forward(self, x):
+        boxes = torch.cat([x[:, :2] * 0.5, x[:, :2] * 0.5 + 2 + x[:, 2:4].exp() * 0.5], 1)  # overlapping
+        scores = x[:, 4].sigmoid()
+        classes = (x[:, 5] > 0).long()
+        keep = self.batched_nms(boxes, scores, classes, 0.5)
+        return boxes[keep], scores[keep], classes[keep]
+
+
 # ----------------------------------------------------------------------------------------------------
 # transformers models (tiny configs, random weights, no caches, plain tensor outputs)
 
@@ -476,6 +496,9 @@ NETWORKS: tuple[Network, ...] = (
             "1/32) on a 160x160 input: "
             "AdaptiveAvgPool2d((6, 6)) before the classifier (AdaptiveAvgPool-8), plus a fastai-style concat pool "
             "head (AdaptiveMaxPool-8 + AdaptiveAvgPool-8 at 2x2) as a second output"),
+    Network("nms_head", NMSHead, (Input("x", (64, 6), (48, 6), (0,)),),
+            "torchvision.ops.batched_nms on boxes, scores and classes decoded from [N, 6]: an If-8 (no boxes / "
+            "NonMaxSuppression-9) as in torchvision's detectors; N boxes in, the kept ones out", compress=False),
     Network("ssd_vgg_backbone", SSDBackbone, (Input("x", (1, 3, 300, 300), (2, 3, 268, 268), (0, 2, 3)),),
             "SSD300-VGG16 feature extractor (torchvision's SSDFeatureExtractorVGG layout written out at 1/8 width: "
             "VGG16 convs, ceil-mode pooling, L2-normalised + scaled conv4_3, atrous fc6, extras) on a 300x300 "

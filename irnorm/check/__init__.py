@@ -7,7 +7,8 @@ Diagnostic (all of them, not only the first).  The passes, in order:
 per layer (``irnorm.check.layers``): ``resolve_operation`` (type and opset -> a registered op),
 ``parse_attributes`` (typed, against the op's schema), ``check_arity`` (port counts);
 then the layers are connected (``irnorm.ir.graph.connect``: edges, cycles, execution order) and
-over the graph: ``open_weights``, ``infer_types`` (each op's shape/type rule, declared dims and
+over the graph: ``open_weights``, ``check_bodies`` (an If's two sub-graphs, each checked as a document of its
+own by these same passes), ``infer_types`` (each op's shape/type rule, declared dims and
 precisions, constant folding, absurd sizes; ``irnorm.check.types``), ``note_compressed_weights``,
 ``find_inputs_outputs``, ``guard_unchecked`` and ``check_reachability`` (``irnorm.check.structure``).
 
@@ -17,10 +18,11 @@ kernel, which imports it then.)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from ..errors import Diagnostic
-from ..ir.graph import Graph, connect, index_layers
+from ..ir.graph import Graph, connect, index_layers, layer_diagnostic
 from ..ir.reader import IRDocument
 from ..ir.weights import Weights
 from .layers import LAYER_PASSES, LayerState
@@ -29,8 +31,45 @@ from .types import infer_types
 
 GraphPass = Callable[[Graph], None]
 
+
+
+def check_bodies(graph: Graph) -> None:
+    """An If's <then_body> / <else_body> are checked as documents of their own (same passes, same weights
+    file); each checked body Graph and its port map go into the layer's attributes as ``__then_body`` /
+    ``__then_port_map`` (``__``: not an attribute of the file, so not shown as one), where the op's rule and
+    kernel find them.  A body's diagnostics are reported in the file, prefixed with where the body sits; a
+    layer with a body it cannot have (TensorIterator, Loop: IRN006 from the reader) or without one it needs
+    is refused."""
+    for node in graph.nodes:
+        lay = node.layer
+        if node.op is None or not (lay.bodies or lay.port_maps or getattr(node.op, "bodies", ())):
+            continue
+        wanted = getattr(node.op, "bodies", ())
+        for tag in sorted(set(lay.bodies) - set(wanted)):
+            graph.diagnostics.append(layer_diagnostic(graph.doc, lay, "IRN006", f"a {lay.type} layer cannot have "
+                                                                                f"a <{tag}>"))
+            node.attrs_ok = False
+        for tag in wanted:
+            body, port_map = lay.bodies.get(tag), lay.port_maps.get(tag.replace("_body", "_port_map"))
+            if body is None or port_map is None:
+                missing = f"<{tag}>" if body is None else f"<{tag.replace('_body', '_port_map')}>"
+                graph.diagnostics.append(layer_diagnostic(graph.doc, lay, "IRN010", f"{lay.type} needs {missing}"))
+                node.attrs_ok = False
+                continue
+            checked = check_document(body, graph.weights)
+            prefix = f"in the {tag} of layer {lay.id} '{lay.name}': "
+            # (the body's own fp16-weights note would repeat the document's)
+            graph.diagnostics.extend(dataclasses.replace(d, message=prefix + d.message) for d in checked.diagnostics
+                                     if d.code != "IRN091")
+            if not checked.ok:
+                node.attrs_ok = False
+            node.attrs["__" + tag] = checked
+            node.attrs["__" + tag.replace("_body", "_port_map")] = port_map
+
+
 GRAPH_PASSES: tuple[GraphPass, ...] = (
     open_weights,
+    check_bodies,
     infer_types,
     note_compressed_weights,
     find_inputs_outputs,

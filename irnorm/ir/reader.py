@@ -47,6 +47,17 @@ class PortRecord:
 
 
 @dataclass
+class PortMapRecord:
+    """One ``<input>`` / ``<output>`` entry of an If's ``<then_port_map>`` / ``<else_port_map>``: the If's
+    port id and the body layer (a Parameter or a Result) it maps to."""
+
+    kind: str  # "input" | "output"
+    external_port_id: int
+    internal_layer_id: str
+    line: int
+
+
+@dataclass
 class LayerRecord:
     id: str
     name: str
@@ -59,6 +70,9 @@ class LayerRecord:
     outputs: list[PortRecord]
     rt_info: list[str] = field(default_factory=list)  # names of <rt_info><attribute name=...>
     output_names: list[str] | None = None  # Result layers in IR v11
+    # sub-graphs (If: "then_body", "else_body"), each a document of its own, and their port maps
+    bodies: dict[str, IRDocument] = field(default_factory=dict)
+    port_maps: dict[str, list[PortMapRecord]] = field(default_factory=dict)
 
     def where(self, file: str | None) -> dict:
         return dict(file=file, line=self.line, layer_id=self.id, layer_name=self.name,
@@ -251,13 +265,26 @@ def _walk(path: str, root: etree._Element) -> IRDocument:
     if root.find("pre-process") is not None:
         diags.append(Diagnostic("IRN006", "legacy <pre-process> block is not supported", file=path,
                                 line=root.find("pre-process").sourceline))
+    layers, edges = _network(path, layers_el, root.find("edges"), diags, ir_version)
+    rt: dict[str, str] = {}
+    rt_el = root.find("rt_info")
+    if rt_el is not None:
+        for c in rt_el:
+            key = c.get("name") if c.tag == "info" else c.tag
+            if key is not None and c.get("value") is not None:
+                rt[key] = c.get("value")
+    return IRDocument(path, root.get("name", ""), ir_version, layers, edges, rt, diags)
+
+
+def _network(path: str, layers_el: etree._Element, edges_el: etree._Element | None, diags: list[Diagnostic],
+             ir_version: int) -> tuple[list[LayerRecord], list[EdgeRecord]]:
+    """The layers and edges of a <net> or of a sub-graph body."""
     layers = [_layer(path, el, diags, ir_version) for el in layers_el if el.tag == "layer"]
     for el in layers_el:
         if el.tag != "layer":
             diags.append(Diagnostic("IRN010", f"unexpected element <{el.tag}> in <layers>", file=path,
                                     line=el.sourceline))
     edges: list[EdgeRecord] = []
-    edges_el = root.find("edges")
     if edges_el is not None:
         for el in edges_el:
             if el.tag != "edge":
@@ -267,14 +294,35 @@ def _walk(path: str, root: etree._Element) -> IRDocument:
                                         _req_str(el, "to-layer"), _req_uint(el, "to-port"), el.sourceline))
             except ValueError as e:
                 diags.append(Diagnostic("IRN014", f"malformed edge: {e}", file=path, line=el.sourceline))
-    rt: dict[str, str] = {}
-    rt_el = root.find("rt_info")
-    if rt_el is not None:
-        for c in rt_el:
-            key = c.get("name") if c.tag == "info" else c.tag
-            if key is not None and c.get("value") is not None:
-                rt[key] = c.get("value")
-    return IRDocument(path, root.get("name", ""), ir_version, layers, edges, rt, diags)
+    return layers, edges
+
+
+def _body(path: str, el: etree._Element, ir_version: int, where: dict) -> IRDocument:
+    """An If's <then_body> / <else_body>: a network of its own (its diagnostics stay with it until the
+    checker reports them, located in this file)."""
+    diags: list[Diagnostic] = []
+    layers_el = el.find("layers")
+    if layers_el is None:
+        diags.append(Diagnostic("IRN010", f"<{el.tag}> has no <layers>", **{**where, "line": el.sourceline}))
+        return IRDocument(path, el.tag, ir_version, [], [], {}, diags)
+    layers, edges = _network(path, layers_el, el.find("edges"), diags, ir_version)
+    return IRDocument(path, el.tag, ir_version, layers, edges, {}, diags)
+
+
+def _port_map(el: etree._Element, diags: list[Diagnostic], where: dict) -> list[PortMapRecord]:
+    out: list[PortMapRecord] = []
+    for c in el:
+        if c.tag not in ("input", "output"):
+            diags.append(Diagnostic("IRN010", f"unexpected element <{c.tag}> in <{el.tag}>",
+                                    **{**where, "line": c.sourceline}))
+            continue
+        try:
+            out.append(PortMapRecord(c.tag, _req_uint(c, "external_port_id"), _req_str(c, "internal_layer_id"),
+                                     c.sourceline))
+        except ValueError as e:
+            diags.append(Diagnostic("IRN010", f"malformed <{c.tag}> in <{el.tag}>: {e}",
+                                    **{**where, "line": c.sourceline}))
+    return out
 
 
 def _req_str(el: etree._Element, key: str) -> str:
@@ -311,9 +359,15 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
         for a in rt_el.iter("attribute"):
             if a.get("name") is not None:
                 rt_names.append(a.get("name"))
-    for tag in ("body", "then_body", "else_body", "port_map", "back_edges"):
+    # TensorIterator / Loop bodies are not supported; If's two bodies are read (the checker refuses them
+    # on any other layer type)
+    for tag in ("body", "port_map", "back_edges"):
         if el.find(tag) is not None:
             diags.append(Diagnostic("IRN006", f"sub-graph element <{tag}> is not supported", **where))
+    bodies = {tag: _body(path, el.find(tag), ir_version, where) for tag in ("then_body", "else_body")
+              if el.find(tag) is not None}
+    port_maps = {tag: _port_map(el.find(tag), diags, where) for tag in ("then_port_map", "else_port_map")
+                 if el.find(tag) is not None}
     inputs = _ports(path, el.find("input"), diags, where)
     outputs = _ports(path, el.find("output"), diags, where)
     seen: set[int] = set()
@@ -328,7 +382,7 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
         id=(lid or "").strip(), name=name if name is not None else "", type=(el.get("type") or "").strip(),
         version=(el.get("version") or "").strip(), line=el.sourceline, data=data,
         data_line=data_el.sourceline if data_el is not None else el.sourceline,
-        inputs=inputs, outputs=outputs, rt_info=rt_names, output_names=out_names,
+        inputs=inputs, outputs=outputs, rt_info=rt_names, output_names=out_names, bodies=bodies, port_maps=port_maps,
     )
 
 

@@ -36,6 +36,7 @@ OP_MODULES = (
     "quantize",
     "grid_sample",
     "indexing",
+    "control",
 )
 
 

@@ -61,6 +61,9 @@ class NodeContext:
     # build() only: how many leading outputs anything reads (None: all).  A kernel may skip computing
     # the unread ones (e.g. MaxPool's indices) and return a shorter list.
     outputs_read: int | None = None
+    # build() only, for ops with sub-graphs (If): loads a checked body Graph into a callable that takes the
+    # body's inputs in Parameter order and returns its outputs in Result order (the runtime supplies it)
+    subgraph: Callable[[Any], Callable[[list[np.ndarray]], list[np.ndarray]]] | None = None
 
     def const(self, i: int, what: str) -> np.ndarray:
         v = self.inputs[i].value

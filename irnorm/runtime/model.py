@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,26 @@ class _ShapeOnly:
         self.shape = shape
 
 
+def _body_loader(fuse: bool) -> Callable[[Graph], Callable[[list[np.ndarray]], list[np.ndarray]]]:
+    """What an op with sub-graphs (If) gets to load a checked body (``NodeContext.subgraph``): a Model of
+    its own, planned alike, called with the body's inputs in Parameter order; its outputs come back in
+    Result order."""
+
+    def load(body: Graph) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+        model = Model(body, fuse=fuse)
+        n_out = len(body.results)
+
+        def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
+            out = list(model.run(arrays).values())
+            if len(out) != n_out:  # two Results under one name would collapse in the dict
+                raise RuntimeError(f"a sub-graph gave {len(out)} outputs for {n_out} Results")
+            return out
+
+        return run
+
+    return load
+
+
 class Model:
     """A loaded, validated, planned model.  Create it with :func:`irnorm.load`."""
 
@@ -46,7 +66,7 @@ class Model:
         self.diagnostics: list[Diagnostic] = list(graph.diagnostics)
         self._binder = InputBinder(self.inputs, self.path)
         self._sources = sources
-        self._plan = make_plan(graph, sources, fuse)
+        self._plan = make_plan(graph, sources, fuse, _body_loader(fuse))
         self._unfused: Plan | None = None if fuse else self._plan
         params = set(graph.parameters)
         # outputs that are a folded constant or an input: handed out as copies
@@ -78,7 +98,7 @@ class Model:
     def _debug_plan(self) -> Plan:
         """The unfused plan, for runs that watch every layer (capture=, on_layer=): built on first use."""
         if self._unfused is None:
-            self._unfused = make_plan(self.graph, self._sources, fuse=False)
+            self._unfused = make_plan(self.graph, self._sources, fuse=False, subgraph=_body_loader(False))
         return self._unfused
 
     def bind_inputs(self, inputs: Mapping[str, Any] | Sequence[Any] | np.ndarray | None, cast: bool = False

@@ -58,7 +58,8 @@ def _layer(graph: Graph, n: Node) -> dict[str, Any]:
             info = graph.nodes[src[0]].outputs[src[1]]
         ins.append(_tensor(info, port))
     outs = [_tensor(n.outputs[k] if k < len(n.outputs) else None, port) for k, port in enumerate(lay.outputs)]
-    attrs = {k: v for k, v in n.attrs.items()} if n.op is not None else dict(lay.data)
+    # "__" keys are what the checker attached (an If's checked bodies), not attributes of the file
+    attrs = {k: v for k, v in n.attrs.items() if not k.startswith("__")} if n.op is not None else dict(lay.data)
     return {"id": lay.id, "name": lay.name, "type": lay.type, "version": lay.version, "line": lay.line,
             "supported": n.op is not None, "ok": n.ok, "attributes": attrs, "inputs": ins, "outputs": outs}
 

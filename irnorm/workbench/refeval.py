@@ -205,6 +205,16 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return _erf_vec(x) if x.size else np.asarray(x, np.float64)
 
 
+def _if(c: RefCall) -> list[np.ndarray]:
+    """If-8: the chosen body evaluated in float64, layer by layer (evaluate_graph)."""
+    from ..ops.control import port_map
+
+    tag = "then_body" if bool(np.asarray(c.ins[0]).reshape(-1)[0]) else "else_body"
+    body, feeds, picks = port_map(c.layer, c.attrs, tag)
+    outs = evaluate_graph(body, [c.ins[i] for i in feeds])
+    return [outs[k] for k in picks]
+
+
 def _pool_attrs(c: RefCall) -> tuple[dict, list[int], list[int], list[int], list[int]]:
     from ..ops.pooling import pool_geometry
 
@@ -523,6 +533,7 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
         float(np.asarray(c.ins[4]).reshape(-1)[0]) if len(c.ins) > 4 else None, bool(c.a("causal")))],
     "MaxPool": _max_pool,
     "AvgPool": _avg_pool,
+    "If": _if,
     "AdaptiveAvgPool": lambda c: [R.adaptive_avg_pool(c.ins[0], _ints(c.ins[1]))],
     "AdaptiveMaxPool": lambda c: list(R.adaptive_max_pool(c.ins[0], _ints(c.ins[1])))[: len(c.out_types)],
     "Split": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]),
@@ -664,3 +675,24 @@ class ReferenceRunner:
             self.values[(node.index, k)] = v
         self._release(node)
         return outs, note
+
+
+def evaluate_graph(graph: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """A whole graph (an If's body) in float64: its Parameters take `inputs` in order, every layer runs
+    its reference function, folded constants are read as they are; returns the Results' values in order.
+    Raises when a layer has no reference."""
+    runner = ReferenceRunner(graph)
+    for pi, v in zip(graph.parameters, inputs, strict=True):
+        runner.values[(pi, 0)] = as_ref_value(v)
+    for node in graph.nodes:
+        if node.op_type in ("Parameter", "Result") or (node.outputs and all(
+                o is not None and o.value is not None for o in node.outputs)):
+            continue
+        fn = reference_for(node.op.type, node.op.version)
+        if fn is None:
+            raise KeyError(f"no reference for {node.label}")
+        call = RefCall([runner._input(s) for s in node.sources], node.attrs,
+                       [o.dtype if o is not None else "f64" for o in node.outputs], node.layer)
+        for k, (v, t) in enumerate(zip(fn(call), call.out_types, strict=False)):
+            runner.values[(node.index, k)] = _cast_out(v, t)
+    return [runner._input(graph.nodes[r].sources[0]) for r in graph.results]
