@@ -157,6 +157,10 @@ def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
               help="OpenVINO's CPU plugin (needs the openvino package) or irnorm's float64 numpy reference.")
 @click.option("--openvino-precision", type=click.Choice(["f32", "bf16", "f16"]), default="f32", show_default=True,
               help="OpenVINO INFERENCE_PRECISION_HINT (the CPU plugin's own default is bf16 on bf16-capable CPUs).")
+# default: compare.MAX_OPENVINO_RUNS (not imported here, to keep `irnorm --help` light)
+@click.option("--max-openvino-runs", type=click.IntRange(min=2), default=64, show_default=True, metavar="N",
+              help="If OpenVINO cannot compile or run the model with every layer output added, add them in "
+                   "halving batches, in at most N OpenVINO runs.")
 @input_options
 @click.option("--rtol", "rtol_items", multiple=True, metavar="R|LAYER=R",
               help="Relative tolerance (default: per dtype); LAYER=R for one layer (name or id) or model output.")
@@ -166,12 +170,16 @@ def run_extras_json(extras: dict[str, Any]) -> dict[str, Any]:
               help="Also draw the graph with the diverging layers in red.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line(s).")
-def compare_cmd(model: str, against: str, openvino_precision: str, weights: str | None, inputs_npz: str | None,
-                items: tuple[str, ...], seed: int, shape_items: tuple[str, ...], range_items: tuple[str, ...],
-                cast: bool, save_inputs: str | None, rtol_items: tuple[str, ...], atol_items: tuple[str, ...],
-                graph_path: str | None, as_json: bool, quiet: bool) -> None:
+def compare_cmd(model: str, against: str, openvino_precision: str, max_openvino_runs: int, weights: str | None,
+                inputs_npz: str | None, items: tuple[str, ...], seed: int, shape_items: tuple[str, ...],
+                range_items: tuple[str, ...], cast: bool, save_inputs: str | None, rtol_items: tuple[str, ...],
+                atol_items: tuple[str, ...], graph_path: str | None, as_json: bool, quiet: bool) -> None:
     """Compare every layer's output of MODEL with OpenVINO or the float64 reference and name the
     first layer (in execution order) whose error exceeds tolerance.  Exit 1 when one does.
+
+    Against OpenVINO, every layer irnorm executes is added as a model output and the model runs
+    once; if OpenVINO cannot compile or run it so (but can without them), the outputs are added in
+    batches and each one it cannot expose is reported as not compared, with OpenVINO's error.
 
     \b
     Example:  irnorm compare model.xml --against openvino --graph diff.html"""
@@ -185,7 +193,7 @@ def compare_cmd(model: str, against: str, openvino_precision: str, weights: str 
         click.echo("irnorm: compiling the model in OpenVINO and running both (every layer is compared)...", err=True)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
-                         cast=cast, layer_rtol=rtol_per, layer_atol=atol_per)
+                         cast=cast, layer_rtol=rtol_per, layer_atol=atol_per, max_openvino_runs=max_openvino_runs)
     except ToleranceError as e:  # a LAYER= key that names no layer or output
         raise click.BadParameter(str(e), param_hint="--rtol/--atol") from None
     except (OpenVINOUnavailable, OpenVINOFailure) as e:

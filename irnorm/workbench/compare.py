@@ -8,6 +8,10 @@ output (``ov.Model.add_outputs`` on the op whose friendly name is the IR layer n
 compiled on CPU with INFERENCE_PRECISION_HINT (default f32 here; the CPU plugin's own default is
 bf16 on CPUs with bf16 support) and run once.  Adding outputs can stop the plugin fusing layers,
 so its intermediate values are those of the unfused layers.
+
+When the CPU plugin cannot compile or run the model with all those outputs added but can without
+them, the outputs are added in batches, halving every batch that fails (bisect_outputs), with the
+same inputs each time; an output that fails even alone is reported as one OpenVINO cannot expose.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .stats import ErrorStats, default_tolerance, error_stats
 
 AGAINST = ("openvino", "reference")
 OPENVINO_PRECISIONS = ("f32", "bf16", "f16")
+MAX_OPENVINO_RUNS = 64  # default cap on OpenVINO compile-and-run attempts when outputs must be added in batches
 
 
 class OpenVINOUnavailable(ImportError):
@@ -79,6 +84,7 @@ class CompareReport:
     atol: float | None
     openvino_precision: str | None = None
     notes: list[str] = field(default_factory=list)
+    openvino_runs: int | None = None  # OpenVINO compile-and-run attempts (1 unless outputs were added in batches)
 
     @property
     def first_divergence(self) -> LayerComparison | None:
@@ -106,6 +112,7 @@ class CompareReport:
             "compared": sum(r.status != "skipped" for r in self.layers),
             "diverged": len(self.diverged), "skipped": len(self.skipped),
             "layers": [r.to_dict() for r in self.layers], "notes": self.notes,
+            "openvino_runs": self.openvino_runs,
         }
 
     def to_json(self) -> str:
@@ -183,7 +190,8 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
             seed: int = 0, shapes: Mapping[str, Any] | None = None,
             value_ranges: Mapping[str, tuple[float, float]] | None = None, cast: bool = False,
             weights: str | os.PathLike | None = None, layer_rtol: Mapping[str, float] | None = None,
-            layer_atol: Mapping[str, float] | None = None) -> CompareReport:
+            layer_atol: Mapping[str, float] | None = None, max_openvino_runs: int = MAX_OPENVINO_RUNS
+            ) -> CompareReport:
     """Run `model` (a Model or a path to its XML) in irnorm and in `against` ("openvino" or
     "reference") with the same inputs and compare every layer's output as irnorm produces it.
 
@@ -192,11 +200,16 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     looser of the tensor's dtype and the inference precision); `layer_rtol`/`layer_atol` override them
     for single layers, keyed by layer name or id or by the name of a model output (ArgumentError, a
     ValueError, for a key that names none of these).  Raises OpenVINOUnavailable when
-    against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it."""
+    against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it.
+    When OpenVINO runs the model but not with all layer outputs added, they are added in batches
+    (at most `max_openvino_runs` OpenVINO runs, see openvino_layer_outputs); the outputs it cannot
+    expose are "skipped" rows saying so, and the report's notes and openvino_runs say how many runs."""
     from ..api import load
 
     if against not in AGAINST:
         raise ArgumentError(f"against must be one of {', '.join(AGAINST)}, got {against!r}")
+    if max_openvino_runs < 2:
+        raise ArgumentError(f"max_openvino_runs must be at least 2, got {max_openvino_runs}")
     if openvino_precision not in OPENVINO_PRECISIONS:
         raise ArgumentError(f"openvino_precision must be one of {', '.join(OPENVINO_PRECISIONS)}, "
                          f"got {openvino_precision!r}")
@@ -211,14 +224,17 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     outputs_of = _output_names(m)
     rec = _Recorder(outputs_of, _per_layer(m, layer_rtol, outputs_of, "layer_rtol"),
                     _per_layer(m, layer_atol, outputs_of, "layer_atol"), rtol, atol)
+    runs = None
     if against == "reference":
         m.run(feeds, cast=cast, on_layer=_reference_hook(ReferenceRunner(m.graph), rec))
     else:
-        ov_vals, ov_notes = run_openvino(m, feeds, openvino_precision, cast)
-        notes.extend(ov_notes)
-        m.run(feeds, cast=cast, on_layer=_openvino_hook(ov_vals, rec, openvino_precision))
+        ov_run = openvino_layer_outputs(m, feeds, openvino_precision, cast, max_runs=max_openvino_runs)
+        notes.extend(ov_run.notes)
+        runs = ov_run.runs
+        m.run(feeds, cast=cast, on_layer=_openvino_hook(ov_run.values, rec, openvino_precision))
     return CompareReport(m.path, against, rec.rows, input_info, rtol, atol,
-                         openvino_precision if against == "openvino" else None, notes)
+                         openvino_precision if against == "openvino" else None, notes,
+                         runs)
 
 
 class _Recorder:
@@ -323,36 +339,148 @@ def _import_openvino() -> Any:
     return ov
 
 
-def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", cast: bool = False
-                 ) -> tuple[dict[tuple[str, int], Any], list[str]]:
-    """Run `model`'s XML once on OpenVINO CPU with every layer irnorm executes added as an output.
+def run_openvino(model: Any, feeds: Mapping[str, Any], precision: str = "f32", cast: bool = False, *,
+                 max_runs: int = MAX_OPENVINO_RUNS) -> tuple[dict[tuple[str, int], Any], list[str]]:
+    """Run `model`'s XML on OpenVINO CPU with every layer irnorm executes added as an output: once
+    when OpenVINO accepts them all, else in batches (see :func:`openvino_layer_outputs`).
     Returns ({(layer name, output index): array, or a str saying why there is none}, notes)."""
+    run = openvino_layer_outputs(model, feeds, precision, cast, max_runs=max_runs)
+    return run.values, run.notes
+
+
+@dataclass
+class OpenVINORun:
+    """What :func:`openvino_layer_outputs` got from OpenVINO."""
+
+    values: dict[tuple[str, int], Any]  # (layer name, output index) -> array, or why there is none
+    notes: list[str]
+    runs: int  # OpenVINO compile-and-run attempts made
+
+
+class AttemptFailed(Exception):
+    """OpenVINO could not compile or run the model with one set of added outputs."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(message)
+        self.stage, self.message = stage, message  # stage: "compile" | "run"
+
+
+def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str = "f32", cast: bool = False, *,
+                           max_runs: int = MAX_OPENVINO_RUNS) -> OpenVINORun:
+    """The OpenVINO CPU output of every layer irnorm executes, with the same inputs in every run.
+
+    First all of them are added as model outputs and the model is compiled and run once.  If that
+    fails, the model is compiled and run as it is (if that fails too: OpenVINOFailure, as without
+    added outputs), then the wanted outputs are added in batches: the list is halved and every batch
+    that fails is halved again (the model's own outputs are in every run), so each output OpenVINO
+    can expose is compared and each one it cannot is named with OpenVINO's error.  At most
+    `max_runs` attempts in all (at least 2); outputs still unresolved then are reported as such."""
     ov = _import_openvino()
+    if max_runs < 2:
+        raise ArgumentError(f"max_runs must be at least 2 (all outputs, then the model alone), got {max_runs}")
     notes = [f"OpenVINO {ov.get_version().split('-')[0]}"]
     core = ov.Core()
     ovm = _read_openvino(core, model)
     wanted, missing = _openvino_outputs(model, ovm)
+    ov_feeds: list[Any] = []  # converted once, then the very same arrays in every run
+
+    def attempt(keys: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
+        m = ovm.clone()
+        if keys:
+            ops = {op.get_friendly_name(): op for op in m.get_ordered_ops()}
+            try:
+                m.add_outputs([ops[name].output(k) for name, k in keys])
+            except Exception as e:
+                raise AttemptFailed("compile", _first_line(e)) from None
+        try:
+            compiled = core.compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": precision})
+        except Exception as e:
+            raise AttemptFailed("compile", _first_line(e)) from None
+        # compiled outputs follow m.get_results(); map each Result back to (producer name, port)
+        result_index: dict[tuple[str, int], int] = {}
+        for i, r in enumerate(m.get_results()):
+            src = r.input_value(0)
+            result_index.setdefault((src.get_node().get_friendly_name(), src.get_index()), i)
+        if not ov_feeds:
+            ov_feeds.extend(_openvino_feeds(ov, compiled, model, feeds).values())  # in compiled.inputs order
+        req = compiled.create_infer_request()
+        try:
+            req.infer(dict(zip(compiled.inputs, ov_feeds, strict=True)))
+        except Exception as e:
+            raise AttemptFailed("run", _first_line(e)) from None
+        out: dict[tuple[str, int], Any] = {}
+        for key in keys:
+            i = result_index.get(key)
+            out[key] = "OpenVINO did not expose this output" if i is None else _from_ov(req.get_output_tensor(i))
+        return out
+
+    keys = [key for key, _o in wanted]
+    values: dict[tuple[str, int], Any] = dict(missing)
     try:
-        if wanted:
-            ovm.add_outputs([o for _, o in wanted])
-        compiled = core.compile_model(ovm, "CPU", {"INFERENCE_PRECISION_HINT": precision})
-    except Exception as e:
-        raise OpenVINOFailure(f"OpenVINO cannot compile {model.path}: {_first_line(e)}") from None
-    # compiled outputs follow ovm.get_results(); map each Result back to (producer name, port)
-    result_index: dict[tuple[str, int], int] = {}
-    for i, r in enumerate(ovm.get_results()):
-        src = r.input_value(0)
-        result_index.setdefault((src.get_node().get_friendly_name(), src.get_index()), i)
-    req = compiled.create_infer_request()
+        values.update(attempt(keys))
+        return OpenVINORun(values, notes, 1)
+    except AttemptFailed as e:
+        first = e
     try:
-        req.infer(_openvino_feeds(ov, compiled, model, feeds))
-    except Exception as e:
-        raise OpenVINOFailure(f"OpenVINO failed to run {model.path}: {_first_line(e)}") from None
-    out: dict[tuple[str, int], Any] = dict(missing)
-    for key, _o in wanted:
-        i = result_index.get(key)
-        out[key] = "OpenVINO did not expose this output" if i is None else _from_ov(req.get_output_tensor(i))
-    return out, notes
+        attempt([])
+    except AttemptFailed as e:
+        verb = "cannot compile" if e.stage == "compile" else "failed to run"
+        raise OpenVINOFailure(f"OpenVINO {verb} {model.path}: {e.message}") from None
+    if len(keys) == 1:  # the run with all outputs was the run with this one alone
+        got, failed, unresolved, runs = {}, {keys[0]: first.message}, {}, 0
+    else:
+        got, failed, unresolved, runs = bisect_outputs(keys, attempt, max_runs - 2, first.message)
+    values.update(got)
+    for key, msg in failed.items():
+        values[key] = f"OpenVINO cannot expose this output: {msg}"
+    for key, msg in unresolved.items():
+        values[key] = (f"not compared: OpenVINO failed with this output added in a batch ({msg}) and the limit of "
+                       f"{max_runs} OpenVINO runs was reached before it was isolated")
+    verb = "compile" if first.stage == "compile" else "run"
+    text = (f"OpenVINO could not {verb} the model with all {len(keys)} layer output(s) added ({first.message}) "
+            f"but runs it without them, so the outputs were added in batches, each failing batch halved: "
+            f"{runs + 2} OpenVINO runs in all (all outputs, the model alone, {runs} batch(es)); "
+            f"{len(keys) - len(failed) - len(unresolved)} output(s) exposed, {len(failed)} that OpenVINO cannot "
+            f"expose")
+    if unresolved:
+        text += f", {len(unresolved)} not compared (limit of {max_runs} runs reached)"
+    notes.append(text)
+    return OpenVINORun(values, notes, runs + 2)
+
+
+def bisect_outputs(keys: list[Any], attempt: Any, budget: int, error: str = ""
+                   ) -> tuple[dict[Any, Any], dict[Any, str], dict[Any, str], int]:
+    """Find out which of `keys` OpenVINO can expose when a run with all of them failed (with `error`):
+    try each half of `keys`, and halve again every batch whose run fails, in order (earliest keys
+    first), until a single key fails alone.  `attempt(batch)` returns {key: value} or raises
+    AttemptFailed.  At most `budget` attempts.  Returns (values, {key: error of its run alone},
+    {key: error of the last batch it failed in} for the keys left when the budget ran out, attempts)."""
+    values: dict[Any, Any] = {}
+    failed: dict[Any, str] = {}
+    unresolved: dict[Any, str] = {}
+    runs = 0
+    stack = [(half, error) for half in _halves(list(keys))][::-1]  # depth-first, first half first
+    while stack:
+        batch, why = stack.pop()
+        if runs >= budget:
+            unresolved.update((k, why) for k in batch)
+            continue
+        runs += 1
+        try:
+            values.update(attempt(batch))
+        except AttemptFailed as e:
+            if len(batch) == 1:
+                failed[batch[0]] = e.message
+            else:
+                stack.extend((half, e.message) for half in _halves(batch)[::-1])
+    return values, failed, unresolved, runs
+
+
+def _halves(keys: list[Any]) -> list[list[Any]]:
+    if len(keys) <= 1:
+        return [keys] if keys else []
+    mid = (len(keys) + 1) // 2
+    return [keys[:mid], keys[mid:]]
 
 
 def _read_openvino(core: Any, model: Any) -> Any:
