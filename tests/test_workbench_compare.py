@@ -427,7 +427,11 @@ def test_outputs_openvino_cannot_expose_are_named_and_the_rest_compared(tmp_path
     assert {"b2a_relu", "cat", "b4_pool", "head_relu"} <= set(names)
 
     calls = _flaky_core(monkeypatch, compile_fails=["b2a_relu"], run_fails=["cat"])
-    report = irnorm.compare(xml, "openvino", _feeds())
+    told = []
+    report = irnorm.compare(xml, "openvino", _feeds(), progress=told.append)
+    assert told == [f"OpenVINO cannot compile the model with all {len(names)} layer outputs added ([CPU] injected by "
+                    "the test: cannot compile with b2a_relu as an output); adding them in batches, at most 62 more "
+                    "OpenVINO runs..."]
     assert [r.name for r in report.layers] == names
     bad = {r.name: r.note for r in report.skipped}
     assert bad == {
@@ -495,9 +499,14 @@ def test_cli_compare_reports_outputs_openvino_cannot_expose(tmp_path, monkeypatc
     xml = inception_model(tmp_path)
     np.savez(tmp_path / "in.npz", **_feeds())
     calls = _flaky_core(monkeypatch, compile_fails=["b3b_conv"])
+    monkeypatch.setattr("irnorm.workbench.commands._stderr_tty", lambda: True)  # the progress lines too
     res = CliRunner().invoke(cli, ["compare", str(xml), "--inputs", str(tmp_path / "in.npz")])
     assert res.exit_code == 0, res.output
-    out = res.output
+    assert res.stderr.splitlines() == [
+        "irnorm: compiling the model in OpenVINO and running both (every layer is compared)...",
+        "irnorm: OpenVINO cannot compile the model with all 24 layer outputs added ([CPU] injected by the test: "
+        "cannot compile with b3b_conv as an output); adding them in batches, at most 62 more OpenVINO runs..."]
+    out = res.stdout
     assert re.search(r"^\d+ +\d+ +Convolution +b3b_conv .* skipped: OpenVINO cannot expose this output: "
                      r"\[CPU\] injected by the test: cannot compile with b3b_conv as an output$", out, re.M), out
     assert re.search(r"^\d+ +\d+ +ReLU +b3b_relu .* OK$", out, re.M)

@@ -189,11 +189,13 @@ def compare_cmd(model: str, against: str, openvino_precision: str, max_openvino_
     atol, atol_per = parse_tol(atol_items, "--atol")
     m, feeds, _ = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items, quiet or as_json,
                                 save_inputs=save_inputs)
-    if against == "openvino" and not (quiet or as_json) and _stderr_tty():
+    talk = against == "openvino" and not (quiet or as_json) and _stderr_tty()
+    if talk:
         click.echo("irnorm: compiling the model in OpenVINO and running both (every layer is compared)...", err=True)
     try:
         report = compare(m, against, feeds, rtol=rtol, atol=atol, openvino_precision=openvino_precision,
-                         cast=cast, layer_rtol=rtol_per, layer_atol=atol_per, max_openvino_runs=max_openvino_runs)
+                         cast=cast, layer_rtol=rtol_per, layer_atol=atol_per, max_openvino_runs=max_openvino_runs,
+                         progress=(lambda text: click.echo(f"irnorm: {text}", err=True)) if talk else None)
     except ToleranceError as e:  # a LAYER= key that names no layer or output
         raise click.BadParameter(str(e), param_hint="--rtol/--atol") from None
     except (OpenVINOUnavailable, OpenVINOFailure) as e:

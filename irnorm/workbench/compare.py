@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,8 +190,8 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
             seed: int = 0, shapes: Mapping[str, Any] | None = None,
             value_ranges: Mapping[str, tuple[float, float]] | None = None, cast: bool = False,
             weights: str | os.PathLike | None = None, layer_rtol: Mapping[str, float] | None = None,
-            layer_atol: Mapping[str, float] | None = None, max_openvino_runs: int = MAX_OPENVINO_RUNS
-            ) -> CompareReport:
+            layer_atol: Mapping[str, float] | None = None, max_openvino_runs: int = MAX_OPENVINO_RUNS,
+            progress: Callable[[str], None] | None = None) -> CompareReport:
     """Run `model` (a Model or a path to its XML) in irnorm and in `against` ("openvino" or
     "reference") with the same inputs and compare every layer's output as irnorm produces it.
 
@@ -203,7 +203,8 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     against="openvino" and openvino is not installed, OpenVINOFailure when OpenVINO cannot run it.
     When OpenVINO runs the model but not with all layer outputs added, they are added in batches
     (at most `max_openvino_runs` OpenVINO runs, see openvino_layer_outputs); the outputs it cannot
-    expose are "skipped" rows saying so, and the report's notes and openvino_runs say how many runs."""
+    expose are "skipped" rows saying so, and the report's notes and openvino_runs say how many runs;
+    `progress`, if given, is called with a line of text when that starts (the CLI prints it)."""
     from ..api import load
 
     if against not in AGAINST:
@@ -228,7 +229,8 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
     if against == "reference":
         m.run(feeds, cast=cast, on_layer=_reference_hook(ReferenceRunner(m.graph), rec))
     else:
-        ov_run = openvino_layer_outputs(m, feeds, openvino_precision, cast, max_runs=max_openvino_runs)
+        ov_run = openvino_layer_outputs(m, feeds, openvino_precision, cast, max_runs=max_openvino_runs,
+                                        progress=progress)
         notes.extend(ov_run.notes)
         runs = ov_run.runs
         m.run(feeds, cast=cast, on_layer=_openvino_hook(ov_run.values, rec, openvino_precision))
@@ -366,7 +368,8 @@ class AttemptFailed(Exception):
 
 
 def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str = "f32", cast: bool = False, *,
-                           max_runs: int = MAX_OPENVINO_RUNS) -> OpenVINORun:
+                           max_runs: int = MAX_OPENVINO_RUNS, progress: Callable[[str], None] | None = None
+                           ) -> OpenVINORun:
     """The OpenVINO CPU output of every layer irnorm executes, with the same inputs in every run.
 
     First all of them are added as model outputs and the model is compiled and run once.  If that
@@ -374,7 +377,8 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
     added outputs), then the wanted outputs are added in batches: the list is halved and every batch
     that fails is halved again (the model's own outputs are in every run), so each output OpenVINO
     can expose is compared and each one it cannot is named with OpenVINO's error.  At most
-    `max_runs` attempts in all (at least 2); outputs still unresolved then are reported as such."""
+    `max_runs` attempts in all (at least 2); outputs still unresolved then are reported as such.
+    `progress(text)` is told when the batches start."""
     ov = _import_openvino()
     if max_runs < 2:
         raise ArgumentError(f"max_runs must be at least 2 (all outputs, then the model alone), got {max_runs}")
@@ -426,6 +430,10 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
     except AttemptFailed as e:
         verb = "cannot compile" if e.stage == "compile" else "failed to run"
         raise OpenVINOFailure(f"OpenVINO {verb} {model.path}: {e.message}") from None
+    if progress is not None and len(keys) > 1:
+        progress(f"OpenVINO cannot {'compile' if first.stage == 'compile' else 'run'} the model with all "
+                 f"{len(keys)} layer outputs added ({first.message}); adding them in batches, at most "
+                 f"{max_runs - 2} more OpenVINO runs...")
     if len(keys) == 1:  # the run with all outputs was the run with this one alone
         got, failed, unresolved, runs = {}, {keys[0]: first.message}, {}, 0
     else:
