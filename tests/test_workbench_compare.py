@@ -214,6 +214,10 @@ def test_openvino_failure_is_reported(tmp_path):
     """irnorm's extension layers are not OpenVINO ops: OpenVINO cannot read them, said plainly."""
     res = CliRunner().invoke(cli, ["compare", str(SAMPLES / "ir" / "layer_norm_ext.xml")])
     assert res.exit_code == 1 and "OpenVINO cannot read" in res.output
+    res = CliRunner().invoke(cli, ["compare", str(SAMPLES / "ir" / "layer_norm_ext.xml"), "--json"])
+    d = json.loads(res.stdout)
+    assert res.exit_code == 1 and d["ok"] is False and d["exit_code"] == 1 and d["error"]["code"] == "openvino"
+    assert d["error"]["message"].startswith("OpenVINO cannot read ") and "OpenVINO cannot read" in res.stderr
 
 
 def test_samples_agree_with_openvino_layer_by_layer():
@@ -474,6 +478,11 @@ def test_a_model_openvino_cannot_run_even_alone_keeps_the_error(tmp_path, monkey
         irnorm.compare(xml, "openvino", _feeds())
     res = CliRunner().invoke(cli, ["compare", str(xml)])
     assert res.exit_code == 1 and "irnorm: OpenVINO failed to run" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(cli, ["compare", str(xml), "--json"])  # the --json contract holds here too
+    assert res.exit_code == 1 and json.loads(res.stdout) == {
+        "ok": False, "exit_code": 1, "diagnostics": [],
+        "error": {"code": "openvino", "message": f"OpenVINO failed to run {xml}: "
+                                                  "[CPU] injected by the test: cannot run with head_relu as an output"}}
 
 
 def test_the_number_of_openvino_runs_is_capped(tmp_path, monkeypatch):

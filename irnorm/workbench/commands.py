@@ -12,7 +12,7 @@ import click
 
 from ..errors import Diagnostic, InputError
 from .args import fuse_option, input_options, load_and_feed, parse_tol
-from .jsonout import dumps
+from .jsonout import dumps, failure
 
 EXIT_FAIL = 1
 
@@ -200,6 +200,8 @@ def compare_cmd(model: str, against: str, openvino_precision: str, max_openvino_
         raise click.BadParameter(str(e), param_hint="--rtol/--atol") from None
     except (OpenVINOUnavailable, OpenVINOFailure) as e:
         click.echo(f"irnorm: {e}", err=True)
+        if as_json:  # the --json contract: a failure is one JSON object on stdout too
+            click.echo(failure("openvino", str(e), EXIT_FAIL))
         sys.exit(EXIT_FAIL)
     report.model = model
     if graph_path:

@@ -1,8 +1,9 @@
 """The `--json` contract of every command, in one place.
 
 * Success and failure alike print one JSON object on stdout; a failure is
-  ``{"ok": false, "exit_code": N, "error": {"code": "IRN0xx" | "usage" | "internal", "message": ...},
-  "diagnostics": [...]}`` (diagnostics as ``irnorm validate --json`` writes them).
+  ``{"ok": false, "exit_code": N, "error": {"code": "IRN0xx" | "usage" | "os" | "openvino" | "internal",
+  "message": ...}, "diagnostics": [...]}`` (diagnostics as ``irnorm validate --json`` writes them;
+  "openvino": `irnorm compare` could not import, read, compile or run OpenVINO).
 * Numbers are JSON numbers.  The non-finite ones, which JSON cannot spell, are the strings
   ``"inf"``, ``"-inf"`` and ``"nan"``.
 * Element types use the IR's names everywhere: ``"f32"``, ``"f16"``, ``"bf16"``, ``"i64"``, ``"boolean"``.
