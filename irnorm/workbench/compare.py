@@ -442,8 +442,7 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
     for key, msg in failed.items():
         values[key] = f"OpenVINO cannot expose this output: {msg}"
     for key, msg in unresolved.items():
-        values[key] = (f"not compared: OpenVINO failed with this output added in a batch ({msg}) and the limit of "
-                       f"{max_runs} OpenVINO runs was reached before it was isolated")
+        values[key] = f"not isolated within the limit of {max_runs} OpenVINO runs (a batch with it failed: {msg})"
     verb = "compile" if first.stage == "compile" else "run"
     text = (f"OpenVINO could not {verb} the model with all {len(keys)} layer output(s) added ({first.message}) "
             f"but runs it without them, so the outputs were added in batches, each failing batch halved: "
