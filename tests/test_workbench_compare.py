@@ -334,12 +334,13 @@ def test_per_layer_tolerances(tmp_path, monkeypatch):
 # CPU plugin compiles and runs the model, but not with all of its layer outputs added.  No small
 # model built with OpenVINO's opset API reproduced that on OpenVINO 2026.4.1 (inception blocks with
 # MaxPool 3x3/1/1 and Conv+bias+ReLU at GoogLeNet's widths, ViT with a class token, position
-# embedding, MHA or ScaledDotProductAttention and a class-token Gather, static and dynamic batch,
-# MLP-Mixer's transposes, MobileViT's unfold/fold reshapes, f16-compressed weights, f32 and bf16,
-# and ~2000 random graphs of those layers: the plugin exposed every output).  So the failure is
-# injected at the OpenVINO API boundary: `_flaky_core` is the real ov.Core and the real CPU
-# plugin, except that compiling (or running) a model with a Result on one of the named layers
-# raises, as the plugin does on those exports.  Every value that is compared comes from a real
+# embedding, MHA or ScaledDotProductAttention and a class-token Gather at static and dynamic
+# shapes, MLP-Mixer's transposes, MobileViT's unfold/fold reshapes, f16-compressed and int8
+# weights, every network in tests/networks, and ~3500 random graphs of those layers, static and
+# dynamic, each at f32 and bf16: the plugin exposed every output).  So the failure is injected at
+# the OpenVINO API boundary: `_flaky_core` is the real ov.Core and the real CPU plugin, except that
+# compiling (or running) a model with a Result on one of the named layers raises, standing in for
+# the plugin's failure on those exports.  Every value that is compared comes from a real
 # OpenVINO run of the real model.  The batching itself is tested on its own below.
 
 
