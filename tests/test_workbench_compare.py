@@ -500,7 +500,8 @@ def test_the_number_of_openvino_runs_is_capped(tmp_path, monkeypatch):
     assert all(r.note.startswith("not isolated within the limit of 5 OpenVINO runs (a batch with it failed: [CPU] ")
                for r in report.layers if (r.name, r.port) in limit)
     assert all(r.status == "ok" for r in report.layers if (r.name, r.port) not in limit)
-    assert report.notes[-1].endswith(f", {len(limit)} not compared (limit of 5 runs reached)")
+    assert report.notes[-1].endswith(f", {len(limit)} not compared (limit of 5 runs reached; raise it with "
+                                     "--max-openvino-runs, or max_openvino_runs= in Python)")
     with pytest.raises(ValueError, match="max_openvino_runs must be at least 2"):
         irnorm.compare(xml, "openvino", _feeds(), max_openvino_runs=1)
 

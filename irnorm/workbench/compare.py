@@ -450,7 +450,8 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
             f"{len(keys) - len(failed) - len(unresolved)} output(s) exposed, {len(failed)} that OpenVINO cannot "
             f"expose")
     if unresolved:
-        text += f", {len(unresolved)} not compared (limit of {max_runs} runs reached)"
+        text += (f", {len(unresolved)} not compared (limit of {max_runs} runs reached; raise it with "
+                 f"--max-openvino-runs, or max_openvino_runs= in Python)")
     notes.append(text)
     return OpenVINORun(values, notes, runs + 2)
 
