@@ -337,7 +337,8 @@ def test_per_layer_tolerances(tmp_path, monkeypatch):
 # embedding, MHA or ScaledDotProductAttention and a class-token Gather at static and dynamic
 # shapes, MLP-Mixer's transposes, MobileViT's unfold/fold reshapes, f16-compressed and int8
 # weights, every network in tests/networks, and ~3500 random graphs of those layers, static and
-# dynamic, each at f32 and bf16: the plugin exposed every output).  So the failure is injected at
+# dynamic, each at f32 and bf16, some also with oneDNN capped to AVX2 or SSE4.1 (ONEDNN_MAX_CPU_ISA):
+# the plugin exposed every output wherever it ran the model at all).  So the failure is injected at
 # the OpenVINO API boundary: `_flaky_core` is the real ov.Core and the real CPU plugin, except that
 # compiling (or running) a model with a Result on one of the named layers raises, standing in for
 # the plugin's failure on those exports.  Every value that is compared comes from a real
