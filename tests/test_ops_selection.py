@@ -110,3 +110,28 @@ def test_roi_align_batch_indices_out_of_range_are_a_runtime_error(tmp_path):
     with pytest.raises(InputError) as e:
         m.run({"x": x, "rois": rois, "idx": np.array([0, 1], np.int64)})
     assert e.value.code == "IRN064" and "batch_indices" in str(e.value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hard_nms_kernel_selects_what_the_step_by_step_loop_selects(seed):
+    """nms_hard (the Numba scan used for sigma = 0) against nms_select (OpenVINO's reference loop, kept for
+    soft NMS): the same boxes in the same order, over tied scores, duplicate and zero-area boxes, scores
+    at the threshold and limits below the number of candidates."""
+    from irnorm.ops.selection import _corners, nms_hard, nms_select
+
+    rng = np.random.default_rng(seed)
+    b, c, n = int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(0, 300))
+    xy = rng.uniform(0, 20, (b, n, 2)).astype(np.float32)
+    wh = rng.uniform(0, 8, (b, n, 2)).astype(np.float32)
+    wh[rng.random((b, n)) < 0.05] = 0  # zero-area boxes
+    boxes = np.concatenate([xy, xy + wh], axis=-1)
+    if n > 4:
+        boxes[:, 1] = boxes[:, 0]  # a duplicate box
+    scores = np.round(rng.random((b, c, n)), 2).astype(np.float32)  # many ties
+    corners = _corners(boxes, False)
+    for max_per_class, iou, thr in ((n, 0.5, 0.0), (5, 0.3, 0.25), (1 << 40, 0.0, 0.5), (0, 0.5, 0.0),
+                                    (n, 1.0, 0.1)):
+        fast = nms_hard(corners, scores, max_per_class, iou, thr)
+        slow = nms_select(corners, scores, max_per_class, iou, thr, 0.0)
+        assert [p[:3] for p in fast] == [p[:3] for p in slow]
+        assert [float(p[3]) for p in fast] == [float(p[3]) for p in slow]
