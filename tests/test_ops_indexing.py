@@ -344,3 +344,22 @@ def test_u64_indices_past_int64_stay_out_of_range(tmp_path):
                                      ("off", np.array(0.0, np.float32))],
                {"axis": -1, "negative_indices_mode": "normalize"}, rank=2)
     assert _load(b, tmp_path, "o").run({"i": big[0]})["y"].tolist() == [[0, 0, 0]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "bool", "int64", "float64", "uint8"])
+def test_scatter_in_order_keeps_the_last_update_for_every_element_type(dtype):
+    """kernels/scatter.py copies elements as unsigned integers of their size: every type, repeated
+    offsets taking the last value in order."""
+    import ml_dtypes
+
+    from irnorm.kernels.scatter import assign_in_order
+
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    out = np.zeros(6, dt)
+    offsets = np.array([1, 4, 1, 5, 4, 1], np.int64)
+    values = np.array([1, 2, 3, 4, 5, 6]).astype(dt) if dt != np.bool_ else np.array([1, 1, 0, 1, 0, 1], bool)
+    assign_in_order(out, offsets, values)
+    expected = np.zeros(6, dt)
+    for o, v in zip(offsets, values, strict=True):
+        expected[o] = v
+    assert out.tobytes() == expected.tobytes()

@@ -199,9 +199,10 @@ def scatter_elements(x: np.ndarray, flat: np.ndarray, vals: np.ndarray, reductio
                      ) -> np.ndarray:
     """Data with the values scattered to the flat offsets (indices already checked)."""
     if reduction == "none":
-        y = x.copy()
-        keep = _last_wins(flat)
-        y.reshape(-1)[flat[keep]] = vals[keep]
+        from ..kernels.scatter import assign_in_order  # lazy: validate never imports numba
+
+        y = np.array(x, copy=True, order="C")
+        assign_in_order(y.reshape(-1), flat, vals)  # in order: a repeated offset keeps its last update
         return y
     work_dt = compute_dtype(x.dtype) if is_float_dtype(x.dtype) else x.dtype
     y = x.astype(work_dt, copy=True).reshape(-1)
