@@ -4,6 +4,8 @@ shapes, and the documented departures of OpenVINO's CPU plugin from its referenc
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -183,6 +185,57 @@ def test_one_exp_forms_of_tanh_gelu_and_mish(dtype, rel):
         np.testing.assert_array_equal(got[np.isinf(e)], e[np.isinf(e)], err_msg=name)
         fin = np.isfinite(e)
         np.testing.assert_allclose(got[fin], e[fin], rtol=rel, atol=rel, err_msg=name)
+
+
+def _trig_data(dtype, rows: int) -> np.ndarray:
+    """[3, rows] arguments: a rotary table's (positions times inverse frequencies, up to 8192 rad); wide ones,
+    up to 2e6 (beyond vmath.TRIG_MAX in most 8192-element blocks, not in the first ones); tiny ones, zeros and
+    the specials."""
+    rng = np.random.default_rng(11)
+    rotary = np.outer(np.arange(rows // 64), 10000.0 ** -(np.arange(64) / 64)).reshape(-1)
+    wide = rng.uniform(-2e6, 2e6, rows) * np.where(np.arange(rows) < 3 * 8192, 1e-2, 1.0)
+    small = np.concatenate([np.logspace(-40, 0, rows - 8), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -3e38, 8e6]])
+    with np.errstate(over="ignore"):  # float16: the wide ones overflow to +-inf
+        return np.stack([rotary, wide, small]).astype(dtype)
+
+
+@pytest.mark.parametrize("type_", ["Sin", "Cos"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
+def test_sin_cos_against_float64(tmp_path, type_, dtype):
+    """Sin and Cos: float32 (f16 and bf16 computed in float32) take vmath's vectorized sin / cos in the blocks
+    whose |x| stay below vmath.TRIG_MAX, libm element by element past it; within 1.6 float32 ulps of
+    float64 (f16 / bf16: the float64 result rounded to that type, or its neighbour); float64 is libm's.  The
+    parallel path (a model) and the serial one (a small tensor) both."""
+    from irnorm.kernels import activation as K
+    from irnorm.kernels.vmath import TRIG_MAX
+
+    x = _trig_data(dtype, 40_000)
+    if dtype != np.float16:
+        assert np.abs(x[1].astype(np.float32)).max() > 2 * TRIG_MAX
+    et = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", BF16: "bf16", np.dtype(np.float64): "f64"}
+    b = _one(type_, "opset1", [("param:x", (x.shape, et[np.dtype(dtype)]))], (x.shape, et[np.dtype(dtype)]))
+    got = run_model(b, tmp_path, {"x": x})["y"]
+    serial = K.unary(K.CODES[type_.lower()], x[:, -5000:])
+    assert np.array_equal(serial.view(np.uint8), got[:, -5000:].view(np.uint8))  # the same per element
+    x64, g64 = x.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
+    nan = ~np.isfinite(x64)
+    assert np.isnan(g64[nan]).all()
+    g64, xf = g64[~nan], x64[~nan]
+    ref = (np.sin if type_ == "Sin" else np.cos)(xf)
+    if dtype == np.float64:
+        assert g64.tolist() == [(math.sin if type_ == "Sin" else math.cos)(v) for v in xf]
+        return
+    if dtype == np.float32:
+        normal = np.abs(ref) > np.finfo(np.float32).tiny
+        ulps = np.abs(g64[normal] - ref[normal]) / np.spacing(np.abs(ref[normal]).astype(np.float32))
+        assert ulps.max() < 1.6
+    else:  # f16 / bf16: the float64 result rounded to the type, or the float32 result's rounding next to it
+        r = ref.astype(dtype)
+        step = np.abs(np.nextafter(r, (2 * np.abs(ref) + 1).astype(dtype)).astype(np.float64) - r.astype(np.float64))
+        assert np.all(np.abs(g64 - r.astype(np.float64)) <= step)
+    if type_ == "Sin":
+        zeros = xf == 0
+        assert np.array_equal(np.signbit(g64[zeros]), np.signbit(xf[zeros]))  # Sin(-0) = -0
 
 
 def test_nasty_values_follow_the_reference_formulas(tmp_path):

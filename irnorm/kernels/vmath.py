@@ -1,10 +1,10 @@
-"""exp, expm1, erf, tanh and log that vectorize, for float32 data inside Numba kernels.
+"""exp, expm1, erf, tanh, log, sin and cos that vectorize, for float32 data inside Numba kernels.
 
 This Numba/llvmlite build has no SVML, so ``math.exp`` and ``math.erf`` are scalar libm calls that
 stop LLVM from vectorizing the loop around them: 2-5 ns per element for exp, 10-16 ns for erf, the
-whole cost of a softmax, sigmoid, Swish, Gelu, Tanh, Log, SoftPlus or Elu.  The float32 versions here are straight-line
-arithmetic with no calls and no branches (clamps are selects), so a loop of them vectorizes to
-AVX2/AVX-512 lanes:
+whole cost of a softmax, sigmoid, Swish, Gelu, Tanh, Log, SoftPlus, Elu, Sin or Cos.  The float32
+versions here are straight-line arithmetic with no calls and no branches (clamps are selects), so a
+loop of them vectorizes to AVX2/AVX-512 lanes:
 
 * ``vexp``: Cephes' expf scheme -- ``x = n ln2 + r`` with ``n`` rounded to nearest by the 1.5 * 2**23
   trick, ln2 split in two for an exact ``r``, a degree-6 polynomial for ``e**r``, and ``2**n`` built
@@ -23,6 +23,15 @@ AVX2/AVX-512 lanes:
   -inf at +-0, NaN below 0, inf at inf.  ``vlog1p``: ``log(w) * x / (w - 1)`` with ``w = 1 + x`` rounded
   (the quotient undoes w's rounding, so tiny x keep their accuracy); within 2.5 ulp (2.35 measured).  libm's
   ``logf`` / ``log1pf`` cost 4-14 ns an element here (Log, SoftPlus).
+* ``vsin`` / ``vcos``: Cephes' sinf / cosf scheme -- ``x = j pi/2 + r`` with j rounded to nearest by the
+  1.5 * 2**23 trick (its low bits, the quadrant, read from the sum's bits), r by three FMAs with pi/2 in
+  three float32 parts (the first step exact), Cephes' sin and cos polynomials on [-pi/4, pi/4], both
+  computed and +-sin(r) or +-cos(r) selected by quadrant.  Accurate for |x| < ``TRIG_MAX`` = 2**19:
+  over every float32 below it (both signs) sin is within 1.58 ulp, cos 1.57 (measured against float64);
+  past it j times the split's residue and the roundings of the last two steps grow (2.1 ulp below 2**21,
+  5.3 below 2**22, thousands beyond), so callers send larger |x| to libm (the Sin / Cos kernel checks each
+  block first: kernels/activation.py).  Odd and even to the bit; -0.0 stays -0.0 in sin; inf and NaN give
+  NaN.  libm's ``sinf`` / ``cosf`` cost ~4 ns an element here, 0.17 vectorized.
 * ``verf``: the rational approximation ``x P(x**2) / Q(x**2)`` on [-4, 4] that Eigen and XLA use for
   float32 (erf is +-1 in float32 beyond 4); within 8 ulp (7.5 measured, near +-1), also relative
   to tiny results; NaN stays NaN.
@@ -33,8 +42,8 @@ tuple of float32 coefficients, a straight-line chain of them), never fastmath co
 LLVM decide per CPU which products fuse, so results would depend on the CPU); an explicit FMA rounds
 the same everywhere (a CPU without FMA instructions gets libm's ``fmaf``: slower, the same bits).
 Against a multiply and an add per step the FMA form is ~25% faster (AVX2 EPYC: 16.9K exps 15-19 ->
-12-14 us).  float64 arguments take libm (``math.exp`` / ``math.erf``): f64 data keeps full double
-accuracy.
+12-14 us).  float64 arguments take libm (``math.exp`` / ``math.erf`` / ``math.sin`` ...): f64 data keeps
+full double accuracy.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ import numpy as np
 from llvmlite import ir as llvm_ir
 from numba.core.extending import intrinsic, overload
 
-from .jit import types
+from .jit import njit, types
 
 _I32 = llvm_ir.IntType(32)
 
@@ -141,6 +150,14 @@ _ERF_P = tuple(_F(c) for c in (-2.72614225801306e-10, 2.77068142495902e-08, -2.1
                                 -1.60960333262415e-02))
 _ERF_Q = tuple(_F(c) for c in (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
                                 -7.37332916720468e-03, -1.42647390514189e-02))
+# sin, cos: 2/pi, pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_3 (each the float32 nearest what the ones before leave),
+# Cephes' sinf and cosf polynomials on [-pi/4, pi/4] (in z = r**2, highest power first), where the float32
+# reduction holds (TRIG_MAX)
+_TWO_OVER_PI = _F(0.636619772367581343)
+_PIO2_1, _PIO2_2, _PIO2_3 = _F(1.5707964), _F(-4.371139e-08), _F(-1.7151245e-15)
+_SIN_P = (_F(-1.9515295891e-4), _F(8.3321608736e-3), _F(-1.6666654611e-1))
+_COS_P = (_F(2.443315711809948e-5), _F(-1.388731625493765e-3), _F(4.166664568298827e-2))
+TRIG_MAX = _F(524288.0)  # 2**19: vsin / vcos are accurate below; callers take libm for larger |x|
 
 
 def _jit_only(name: str, what: str):
@@ -158,6 +175,8 @@ vlog = _jit_only("vlog", "log(x)")
 vlog1p = _jit_only("vlog1p", "log(1 + x)")
 vexpm1 = _jit_only("vexpm1", "e**x - 1")
 vtanh = _jit_only("vtanh", "tanh(x)")
+vsin = _jit_only("vsin", "sin(x) (float32: |x| < TRIG_MAX only)")
+vcos = _jit_only("vcos", "cos(x) (float32: |x| < TRIG_MAX only)")
 
 
 def _exp32(x):
@@ -238,6 +257,34 @@ def _log1p32(x):
     return x if x == _INF else r
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _sin_quadrant(x, q0):
+    """sin(x + q0 pi/2) for float32 x, |x| < TRIG_MAX, q0 an int32: x = j pi/2 + r with j the nearest
+    integer (the 1.5 * 2**23 trick; j's low bits are those of the sum's bits), r by three FMAs with the
+    three parts of pi/2 (the first exact), then +-sin(r) or +-cos(r) by quadrant j + q0, both polynomials
+    computed and one selected.  inf and NaN give NaN."""
+    jr = _fma(x, _TWO_OVER_PI, _ROUND)
+    j = jr - _ROUND
+    q = _bits(jr) + q0
+    r = _fma(-j, _PIO2_1, x)
+    r = _fma(-j, _PIO2_2, r)
+    r = _fma(-j, _PIO2_3, r)
+    z = r * r
+    s = _fma(_horner(z, _SIN_P) * z, r, r)
+    c = _fma(_horner(z, _COS_P) * z, z, _fma(-_HALF, z, _ONE))
+    y = c if q & np.int32(1) else s
+    return -y if q & np.int32(2) else y
+
+
+def _sin32(x):
+    y = _sin_quadrant(x, np.int32(0))
+    return y if x != _ZERO else x  # -0.0 stays -0.0
+
+
+def _cos32(x):
+    return _sin_quadrant(x, np.int32(1))
+
+
 def _float32_or_libm(func, f32_impl, libm) -> None:
     """Overload `func`: the vectorizable `f32_impl` for float32 arguments, the libm function otherwise."""
     @overload(func)
@@ -255,3 +302,5 @@ _float32_or_libm(vtanh, _tanh32, math.tanh)
 _float32_or_libm(vlog, _log32, math.log)
 _float32_or_libm(vexpm1, _expm1_32, math.expm1)
 _float32_or_libm(vlog1p, _log1p32, math.log1p)
+_float32_or_libm(vsin, _sin32, math.sin)
+_float32_or_libm(vcos, _cos32, math.cos)
