@@ -2,8 +2,9 @@
 
 One pass over the flat data: f32 and f64 compute in their own type (the formulas' constants are passed
 in that type, so float32 arithmetic stays float32); f16 and bf16 are decoded to float32 block by block
-inside the same parallel task (their bits are read as uint16), computed in float32, and rounded back to
-nearest even, so a half-precision activation touches its data once.  Transcendental functions are
+inside the same parallel task (their bits are read as uint16), computed in float32 into a second buffer
+(so the loop vectorizes: :func:`_half_block`), and rounded back to nearest even, so a half-precision
+activation touches its data once.  Transcendental functions are
 scalar libm calls (this Numba build has no SVML) except exp, expm1, erf, log1p, sin and cos on float32,
 which come from kernels/vmath.py and vectorize (0.1-0.3 ns per element instead of 2-5 ns for exp, 4 ns for
 sin and 10-20 ns for erf); so the tanh Gelu is computed as ``x sigmoid(2u)`` and Mish as ``x e(e+2) /
@@ -70,7 +71,8 @@ _JIT = dict(nogil=True, cache=True, error_model="numpy")
 @njit(nogil=True, cache=True, inline="always")
 def _trig_reduces(x):
     """Whether no |x[i]| reaches vmath.TRIG_MAX (NaN does not), so vsin / vcos hold for the whole block: a
-    count that vectorizes, a read of the block before the pass that (in place, for f16/bf16) overwrites it."""
+    count that vectorizes, a read of the whole block before the pass (which may write over it: x and o may be
+    one array)."""
     big = 0
     for i in range(x.shape[0]):
         big += 1 if abs(x[i]) >= TRIG_MAX else 0
@@ -296,10 +298,15 @@ def _float_parallel(code, x, o, p0, p1, k, block):
 
 @njit(**_JIT)
 def _half_block(code, kind, x, o, p0, p1, buf, k):
-    b = buf[: x.shape[0]]
+    """Decode into the first half of `buf` (two float32 values per element), compute into the second half,
+    encode from there: from one array into another the activation's loop vectorizes (in place, LLVM's
+    overlap check sends every element down its scalar loop: Swish 4.9 against 0.9 ns an element, Sin 2.8
+    against 0.3)."""
+    m = x.shape[0]
+    b, c = buf[:m], buf[m: 2 * m]
     _decode(kind, x, b)
-    _apply(code, b, b, np.float32(p0), np.float32(p1), k)
-    _encode(kind, b, o)
+    _apply(code, b, c, np.float32(p0), np.float32(p1), k)
+    _encode(kind, c, o)
 
 
 @njit(parallel=True, **_JIT)
@@ -308,13 +315,13 @@ def _half_parallel(code, kind, x, o, p0, p1, k, block):
     for t in prange((n + block - 1) // block):
         s = t * block
         e = min(s + block, n)
-        buf = np.empty(e - s, np.float32)
+        buf = np.empty(2 * (e - s), np.float32)
         _half_block(code, kind, x[s:e], o[s:e], p0, p1, buf, k)
 
 
 @njit(**_JIT)
 def _half_serial(code, kind, x, o, p0, p1, k, block):
-    buf = np.empty(min(block, x.shape[0]), np.float32)
+    buf = np.empty(2 * min(block, x.shape[0]), np.float32)
     n = x.shape[0]
     for s in range(0, n, block):
         _half_block(code, kind, x[s:min(s + block, n)], o[s:min(s + block, n)], p0, p1, buf, k)
