@@ -1,7 +1,8 @@
-"""kernels/vmath.py: the vectorizable float32 exp, expm1, erf, tanh, log, log1p, sin and cos, against float64 libm
-over their whole range (sin and cos: below TRIG_MAX), with the special values; float64 arguments keep libm exactly;
-the kernels built on them (softmax, sigmoid, Swish, Exp, Erf, the erf Gelu) against float64 formulas (the tanh
-Gelu and Mish: tests/test_ops_activation.py's one-exp test; Sin and Cos: its test against float64)."""
+"""kernels/vmath.py: the vectorizable float32 exp, expm1, erf, tanh, log, log1p, sin, cos, tan and atan, against
+float64 libm over their whole range (sin, cos and tan: below TRIG_MAX), with the special values; float64 arguments
+keep libm exactly; the kernels built on them (softmax, sigmoid, Swish, Exp, Erf, the erf Gelu) against float64
+formulas (the tanh Gelu and Mish: tests/test_ops_activation.py's one-exp test; Sin, Cos, Tan and Atan: its test
+against float64)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from numba import njit
 
 from irnorm.kernels import vmath
-from irnorm.kernels.vmath import TRIG_MAX, vcos, verf, vexp, vexpm1, vlog, vlog1p, vsin, vtanh
+from irnorm.kernels.vmath import TRIG_MAX, vatan, vcos, verf, vexp, vexpm1, vlog, vlog1p, vsin, vtan, vtanh
 
 F32 = np.finfo(np.float32)
 
@@ -36,6 +37,8 @@ _log1p_loop = _loop(vlog1p)
 _expm1_loop = _loop(vexpm1)
 _sin_loop = _loop(vsin)
 _cos_loop = _loop(vcos)
+_tan_loop = _loop(vtan)
+_atan_loop = _loop(vatan)
 
 
 def _ulps(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
@@ -198,16 +201,21 @@ def _near_multiples_of_half_pi(k_max: int, count: int) -> np.ndarray:
     return np.concatenate([x, -x])
 
 
+def _below_trig_max() -> np.ndarray:
+    """3.4M arguments across +-TRIG_MAX, densely below 8, tiny and subnormal ones, near multiples of pi/2."""
+    t = float(TRIG_MAX)
+    return np.concatenate([np.linspace(-t, t, 2_000_001, dtype=np.float32)[1:-1],
+                           np.linspace(-8.0, 8.0, 1_000_001, dtype=np.float32),
+                           np.logspace(-45, np.log10(t) - 1e-7, 200_001).astype(np.float32),
+                           -np.logspace(-45, np.log10(t) - 1e-7, 200_001).astype(np.float32),
+                           _near_multiples_of_half_pi(int(t / (math.pi / 2)) - 1, 40_000)])
+
+
 @pytest.mark.parametrize(("name", "loop", "ref"), [("sin", _sin_loop, np.sin), ("cos", _cos_loop, np.cos)])
 def test_sin_cos_within_1_6_ulp_below_trig_max(name, loop, ref):
     """Over the reduction's whole range (every float32 below TRIG_MAX, both signs, measured: sin 1.577, cos
     1.564 ulp at most), near multiples of pi/2 where the result is tiny, small and subnormal arguments."""
-    t = float(TRIG_MAX)
-    x = np.concatenate([np.linspace(-t, t, 2_000_001, dtype=np.float32)[1:-1],
-                        np.linspace(-8.0, 8.0, 1_000_001, dtype=np.float32),
-                        np.logspace(-45, np.log10(t) - 1e-7, 200_001).astype(np.float32),
-                        -np.logspace(-45, np.log10(t) - 1e-7, 200_001).astype(np.float32),
-                        _near_multiples_of_half_pi(int(t / (math.pi / 2)) - 1, 40_000)])
+    x = _below_trig_max()
     assert np.abs(x).max() < TRIG_MAX
     got = np.empty_like(x)
     loop(x, got)
@@ -242,6 +250,47 @@ def test_sin_cos_special_values():
         assert np.array_equal(b, sign * a)
 
 
+def test_tan_within_half_an_ulp_below_trig_max():
+    """Computed in float64 and rounded once: every float32 below TRIG_MAX within 0.5 ulp (measured, both
+    signs); near multiples of pi/2 (tan tiny or huge), tiny and subnormal arguments; the specials."""
+    x = _below_trig_max()
+    got = np.empty_like(x)
+    _tan_loop(x, got)
+    r = np.tan(x.astype(np.float64))
+    normal = np.abs(r) > F32.tiny
+    assert _ulps(got[normal], r[normal]).max() < 0.501
+    assert np.array_equal(got[~normal], x[~normal])
+    assert np.abs(r).max() > 1e6  # the arguments reach the poles' neighbourhood
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30], np.float32)
+    out = np.empty_like(sp)
+    _tan_loop(sp, out)
+    assert out[0] == 0 and not np.signbit(out[0]) and out[1] == 0 and np.signbit(out[1])
+    assert np.isnan(out[2:5]).all() and np.array_equal(out[5:], sp[5:])
+
+
+def test_atan_within_one_and_a_half_ulp_and_special_values():
+    """Every range of the reduction and both split points (tan(pi/8), tan(3pi/8)) densely, where pi/4 +
+    atan(t) cancels; +-pi/2 at +-inf and far out, -0.0 kept, NaN stays NaN."""
+    x = np.concatenate([np.logspace(-45, 38.5, 2_000_001).astype(np.float32),
+                        np.linspace(0.0, 4.0, 2_000_001, dtype=np.float32),
+                        np.linspace(0.41, 0.42, 200_001, dtype=np.float32),
+                        np.linspace(2.40, 2.43, 200_001, dtype=np.float32)])
+    x = np.concatenate([x, -x])
+    got = np.empty_like(x)
+    _atan_loop(x, got)
+    r = np.arctan(x.astype(np.float64))
+    normal = np.abs(r) > F32.tiny
+    assert _ulps(got[normal], r[normal]).max() < 1.5
+    assert np.array_equal(got[~normal], x[~normal]) and np.array_equal(np.signbit(got), np.signbit(x))
+    sp = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38, 1.0], np.float32)
+    out = np.empty_like(sp)
+    _atan_loop(sp, out)
+    half_pi = np.float32(math.pi / 2)
+    assert out[0] == half_pi and out[1] == -half_pi and np.isnan(out[2]) and out[5] == half_pi
+    assert out[3] == 0 and not np.signbit(out[3]) and out[4] == 0 and np.signbit(out[4])
+    assert out[6] == np.float32(math.pi / 4)
+
+
 def test_float64_arguments_keep_libm():
     x = np.random.default_rng(3).standard_normal(1000) * 20
     e, f, t = np.empty_like(x), np.empty_like(x), np.empty_like(x)
@@ -266,15 +315,22 @@ def test_float64_arguments_keep_libm():
     _cos_loop(big, cs)
     assert sn.tolist() == [math.sin(v) for v in big]
     assert cs.tolist() == [math.cos(v) for v in big]
+    tn, at = np.empty_like(big), np.empty_like(big)
+    _tan_loop(big, tn)
+    _atan_loop(big, at)
+    assert tn.tolist() == [math.tan(v) for v in big]
+    assert at.tolist() == [math.atan(v) for v in big]
 
 
 def test_float32_loops_call_no_libm_function():
     """What makes them fast: no call to exp/erf left in the loop, so LLVM can vectorize it."""
     x = np.ones(8, np.float32)
-    for fn in (_exp_loop, _erf_loop, _tanh_loop, _log_loop, _log1p_loop, _expm1_loop, _sin_loop, _cos_loop):
+    for fn in (_exp_loop, _erf_loop, _tanh_loop, _log_loop, _log1p_loop, _expm1_loop, _sin_loop, _cos_loop, _tan_loop,
+               _atan_loop):
         fn(x, np.empty_like(x))
         ir = fn.inspect_llvm(fn.signatures[0])
-        calls = re.findall(r"call [^@]*@\"?(?:llvm\.)?(?:exp|erf|tanh|log|log1p|expm1|sin|cos)(?:f|\.f32)?\b", ir)
+        names = "exp|erf|tanh|log|log1p|expm1|sin|cos|tan|atan"
+        calls = re.findall(rf"call [^@]*@\"?(?:llvm\.)?(?:{names})(?:f|\.f32|\.f64)?\b", ir)
         assert calls == [], calls
         assert re.search(r"<(?:4|8|16) x float>", ir), "the loop did not vectorize"
 

@@ -5,14 +5,14 @@ in that type, so float32 arithmetic stays float32); f16 and bf16 are decoded to 
 inside the same parallel task (their bits are read as uint16), computed in float32 into a second buffer
 (so the loop vectorizes: :func:`_half_block`), and rounded back to nearest even, so a half-precision
 activation touches its data once.  Transcendental functions are
-scalar libm calls (this Numba build has no SVML) except exp, expm1, erf, log1p, sin and cos on float32,
-which come from kernels/vmath.py and vectorize (0.1-0.3 ns per element instead of 2-5 ns for exp, 4 ns for
-sin and 10-20 ns for erf); so the tanh Gelu is computed as ``x sigmoid(2u)`` and Mish as ``x e(e+2) /
-(e(e+2) + 2)`` with ``e = exp(x)`` (one exp each, same values to an ulp); SoftPlus and Elu/Selu use vmath's
-log1p and expm1; Sin and Cos use vmath's sin and cos in each block whose |x| stay below vmath.TRIG_MAX
-(2**19; a block reaching past it takes libm for those elements); the other trigonometric ops pay their
-libm call.  Piecewise-linear ops (Relu, HSwish, HSigmoid, Round, ...) run
-at memory speed.  Work is split into fixed blocks (results do not depend on the thread count);
+scalar libm calls (this Numba build has no SVML) except exp, expm1, erf, log1p, sin, cos, tan and atan on
+float32, which come from kernels/vmath.py and vectorize (0.1-0.4 ns per element instead of 2-5 ns for exp,
+4-8 ns for the trigonometric ones and 10-20 ns for erf); so the tanh Gelu is computed as ``x sigmoid(2u)``
+and Mish as ``x e(e+2) / (e(e+2) + 2)`` with ``e = exp(x)`` (one exp each, same values to an ulp); SoftPlus
+and Elu/Selu use vmath's log1p and expm1; Sin, Cos and Tan use vmath's in each block whose |x| stay below
+vmath.TRIG_MAX (2**19; a block reaching past it takes libm for those elements); Atan uses vmath's
+everywhere; the other trigonometric ops pay their libm call.  Piecewise-linear ops (Relu, HSwish, HSigmoid,
+Round, ...) run at memory speed.  Work is split into fixed blocks (results do not depend on the thread count);
 tensors under ``PARALLEL_MIN`` elements run on the calling thread, and so do those under
 ``CHEAP_PARALLEL_MIN`` whose pass is memory-bound (a bias add alone, a piecewise-linear activation:
 :func:`parallel_min`).
@@ -40,7 +40,7 @@ import numpy as np
 from . import CHEAP_PARALLEL_MIN, PARALLEL_MIN
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
-from .vmath import TRIG_MAX, vcos, verf, vexp, vexpm1, vlog1p, vsin
+from .vmath import TRIG_MAX, vatan, vcos, verf, vexp, vexpm1, vlog1p, vsin, vtan
 
 _NAMES = (
     "relu", "gelu_erf", "gelu_tanh", "swish", "hswish", "hsigmoid", "mish", "softplus", "elu", "selu",
@@ -70,13 +70,21 @@ _JIT = dict(nogil=True, cache=True, error_model="numpy")
 
 @njit(nogil=True, cache=True, inline="always")
 def _trig_reduces(x):
-    """Whether no |x[i]| reaches vmath.TRIG_MAX (NaN does not), so vsin / vcos hold for the whole block: a
-    count that vectorizes, a read of the whole block before the pass (which may write over it: x and o may be
-    one array)."""
+    """Whether no |x[i]| reaches vmath.TRIG_MAX (NaN does not), so vsin / vcos / vtan hold for the whole
+    block: a count that vectorizes, a read of the whole block before the pass (which may write over it: x and
+    o may be one array)."""
     big = 0
     for i in range(x.shape[0]):
         big += 1 if abs(x[i]) >= TRIG_MAX else 0
     return big == 0
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _trig_one(code, v):
+    """Sin, Cos or Tan (by `code`) of one element: vmath's below TRIG_MAX, libm's from there on."""
+    if abs(v) < TRIG_MAX:
+        return vsin(v) if code == SIN else (vcos(v) if code == COS else vtan(v))
+    return math.sin(v) if code == SIN else (math.cos(v) if code == COS else math.tan(v))
 
 
 @njit(**_JIT)
@@ -145,25 +153,23 @@ def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a pla
         for i in range(n):
             v = x[i]
             o[i] = v / (one + abs(v))
-    elif code == SIN:
-        if _trig_reduces(x):  # vmath's float32 sin, vectorized (float64: libm either way)
-            for i in range(n):
-                o[i] = vsin(x[i])
+    elif code == SIN or code == COS or code == TAN:
+        if _trig_reduces(x):  # vmath's float32 functions, vectorized (float64: libm either way)
+            if code == SIN:
+                for i in range(n):
+                    o[i] = vsin(x[i])
+            elif code == COS:
+                for i in range(n):
+                    o[i] = vcos(x[i])
+            else:
+                for i in range(n):
+                    o[i] = vtan(x[i])
         else:  # libm for the elements past vmath's reduction, element by element
             for i in range(n):
-                v = x[i]
-                o[i] = vsin(v) if abs(v) < TRIG_MAX else math.sin(v)
-    elif code == COS:
-        if _trig_reduces(x):
-            for i in range(n):
-                o[i] = vcos(x[i])
-        else:
-            for i in range(n):
-                v = x[i]
-                o[i] = vcos(v) if abs(v) < TRIG_MAX else math.cos(v)
-    elif code == TAN:
+                o[i] = _trig_one(code, x[i])
+    elif code == ATAN:
         for i in range(n):
-            o[i] = math.tan(x[i])
+            o[i] = vatan(x[i])
     elif code == ASIN:
         for i in range(n):
             v = x[i]
@@ -172,9 +178,6 @@ def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a pla
         for i in range(n):
             v = x[i]
             o[i] = math.acos(v) if -one <= v <= one else math.nan
-    elif code == ATAN:
-        for i in range(n):
-            o[i] = math.atan(x[i])
     elif code == SINH:
         for i in range(n):
             o[i] = math.sinh(x[i])
