@@ -347,19 +347,31 @@ def test_u64_indices_past_int64_stay_out_of_range(tmp_path):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "bool", "int64", "float64", "uint8"])
-def test_scatter_in_order_keeps_the_last_update_for_every_element_type(dtype):
-    """kernels/scatter.py copies elements as unsigned integers of their size: every type, repeated
-    offsets taking the last value in order."""
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_scatter_in_order_keeps_the_last_update_for_every_element_type(dtype, axis):
+    """kernels/scatter.py walks the indices in C order and copies elements as unsigned integers of their
+    size: every type, repeated targets taking the last value in order, indices smaller than the data off the
+    axis, negative indices counted from the end; an index out of range is reported by position."""
     import ml_dtypes
 
-    from irnorm.kernels.scatter import assign_in_order
+    from irnorm.kernels.scatter import scatter_along_axis
 
     dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
-    out = np.zeros(6, dt)
-    offsets = np.array([1, 4, 1, 5, 4, 1], np.int64)
-    values = np.array([1, 2, 3, 4, 5, 6]).astype(dt) if dt != np.bool_ else np.array([1, 1, 0, 1, 0, 1], bool)
-    assign_in_order(out, offsets, values)
-    expected = np.zeros(6, dt)
-    for o, v in zip(offsets, values, strict=True):
-        expected[o] = v
-    assert out.tobytes() == expected.tobytes()
+    rng = np.random.default_rng(axis)
+    data = (rng.random((4, 5, 3)) > 0.5) if dt == np.bool_ else rng.integers(0, 50, (4, 5, 3)).astype(dt)
+    shape = [3, 4, 2]
+    shape[axis] = 7  # more updates than the axis has: repeats
+    n = data.shape[axis]
+    idx = rng.integers(-n, n, shape).astype(np.int32 if axis == 1 else np.int64)
+    values = (rng.random(shape) > 0.5) if dt == np.bool_ else rng.integers(50, 99, shape).astype(dt)
+    before = data.copy()
+    got, bad = scatter_along_axis(data, idx, values, axis)
+    expected = data.copy()
+    for pos in np.ndindex(*shape):
+        target = list(pos)
+        target[axis] = int(idx[pos]) % n
+        expected[tuple(target)] = values[pos]
+    assert bad == -1 and got.dtype == dt and got.tobytes() == expected.tobytes()
+    assert data.tobytes() == before.tobytes()  # written into a copy
+    idx.reshape(-1)[5] = n
+    assert scatter_along_axis(data, idx, values, axis)[1] == 5

@@ -197,13 +197,8 @@ def _neutral(reduction: str, dt: np.dtype):
 
 def scatter_elements(x: np.ndarray, flat: np.ndarray, vals: np.ndarray, reduction: str, use_init_val: bool
                      ) -> np.ndarray:
-    """Data with the values scattered to the flat offsets (indices already checked)."""
-    if reduction == "none":
-        from ..kernels.scatter import assign_in_order  # lazy: validate never imports numba
-
-        y = np.array(x, copy=True, order="C")
-        assign_in_order(y.reshape(-1), flat, vals)  # in order: a repeated offset keeps its last update
-        return y
+    """Data with the values combined into the flat offsets by a reduction (indices already checked;
+    reduction none runs in kernels/scatter.py)."""
     work_dt = compute_dtype(x.dtype) if is_float_dtype(x.dtype) else x.dtype
     y = x.astype(work_dt, copy=True).reshape(-1)
     v = vals.astype(work_dt)
@@ -272,6 +267,16 @@ class _ScatterElements(Op):
             for k in range(x.ndim):
                 if k != ax and idx.shape[k] > x.shape[k]:
                     raise runtime_error(layer, f"indices {list(idx.shape)} exceed data {list(x.shape)} in dim {k}")
+            if red == "none":  # in order, checking each index as it goes (kernels/scatter.py)
+                from ..kernels.scatter import scatter_along_axis  # lazy: validate never imports numba
+
+                i = _as_int64(idx) if idx.dtype == np.uint64 else idx
+                y, bad = scatter_along_axis(x, i, upd, ax)
+                if bad >= 0:
+                    n = x.shape[ax]
+                    raise runtime_error(layer, f"an index along axis {ax} value {int(i.reshape(-1)[bad])} is out of "
+                                               f"range [{-n}, {n - 1}]")
+                return [y]
             i = _check_range(layer, idx, x.shape[ax], f"an index along axis {ax}")
             if i.size == 0:
                 return [x.copy()]
