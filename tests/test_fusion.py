@@ -408,14 +408,19 @@ def test_convolution_residual_add_is_one_step(tmp_path, act, bias, dtype, dynami
 def test_bias_residual_kernel(code_name, with_bias):
     """The residual epilogue below and above its parallel threshold (the tasks split the channel rows:
     PARALLEL_MIN with a Swish, CHEAP_PARALLEL_MIN for the memory-bound adds and Relu), with a strided
-    residual: bit-identical to Add (bias), Add (residual) and the activation as separate passes."""
+    residual, on rows shorter than a staging chunk (several rows staged per activation call, across
+    chunk boundaries, serial and parallel) and longer: bit-identical to Add (bias), Add (residual) and the
+    activation as separate passes, NaN, infinities and signed zeros included."""
     from irnorm.kernels import activation
 
     rng = np.random.default_rng(8)
     code = activation.CODES.get(code_name, -1)
     big = (2, 16, 40, 40) if code_name == "swish" else (2, 16, 200, 200)
-    for shape in [(1, 8, 6, 6), (2, 16, 40, 40), big]:
+    short_big = (1, 4000, 4, 4) if code_name == "swish" else (1, 40000, 4, 8)
+    assert 4 * 8 < activation._ACT_CHUNK // 4 and np.prod(short_big) >= activation.parallel_min(code)
+    for shape in [(1, 8, 6, 6), (1, 300, 2, 2), (2, 70, 4, 4), (1, 3, 1, 1), short_big, (2, 16, 40, 40), big]:
         y = rng.standard_normal(shape).astype(np.float32)
+        y.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0][:y.size]
         res = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)[..., ::2]
         b = rng.standard_normal(shape[1]).astype(np.float32) if with_bias else None
         s = (y + b[:, None, None] if with_bias else y) + res

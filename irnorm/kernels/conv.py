@@ -40,9 +40,9 @@ from .activation import (
     Epilogue,
     _bias_act_rows,
     _bias_act_short_rows,
-    _bias_residual_rows,
     bias_activation_plan,
     bias_residual_plan,
+    residual_rows,
 )
 from .blas_blocks import NO_TRANS, ROW_MAJOR, call_gemm
 from .halfprec import cast_like
@@ -768,7 +768,7 @@ def epilogue_rows(rows, res, bias, c_count, code, p0, p1, k):  # pragma: no cove
     negative) -- the element operations of the Add / Add / activation layers (kernels/activation.py's)."""
     n = rows.shape[0]
     if res.shape[0] > 0:
-        _bias_residual_rows(code, rows, res, bias, c_count, 0, n, p0, p1, k)
+        residual_rows(code, rows, res, bias, c_count, 0, n, p0, p1, k)
     elif bias.shape[0] > 0 or code >= 0:
         if rows.shape[1] < 256:
             _bias_act_short_rows(code, rows, bias, c_count, False, 0, n, p0, p1, k)
