@@ -125,6 +125,40 @@ def test_a_condition_known_at_load_time_picks_its_branch_shape(tmp_path):
     assert got.shape == (4,) and np.array_equal(got, expected) and np.array_equal(got, x.sum(axis=1))
 
 
+def test_a_body_runs_under_the_models_memory_limit(tmp_path):
+    """A body is a model of its own but not a way around max_memory: a static body's plan is checked
+    against the enclosing model's limit when the model loads, a dynamic one's at every run, before its
+    layers allocate (IRN051), and the branch not taken costs nothing."""
+    def build(dims, name):
+        x = o8.parameter(dims, np.float32, name="x")
+        flag = o8.parameter([], np.bool_, name="flag")
+
+        def then_fn(p):  # x tiled 2**18 times: 1 MiB per element of x, inside the then-body only
+            tiled = o8.tile(p[0], o8.constant(np.array([1 << 18], np.int64)))
+            return [o8.reduce_sum(tiled, o8.constant(np.array([0], np.int64)), False)]
+
+        outs = _if(flag.output(0), then_fn,
+                   lambda p: [o8.reduce_sum(p[0], o8.constant(np.array([0], np.int64)), False)], [x.output(0)])
+        return save(_model(outs, [x, flag]), tmp_path, name)
+
+    static = build([4], "static_body")
+    with pytest.raises(irnorm.ResourceLimitError) as e:
+        irnorm.load(static, max_memory=3 << 20)
+    assert e.value.diagnostics[0].code == "IRN051"
+    assert re.search(r"in the then_body of layer \d+ 'If\w*': running this model needs about 4\.0 MiB",
+                     str(e.value)), str(e.value)
+    assert e.value.line is not None and e.value.file == str(static)
+    yes, no = np.array(True), np.array(False)
+    assert irnorm.load(static, max_memory=16 << 20).run({"x": np.ones(4, np.float32), "flag": yes})["y0"] == 1 << 20
+
+    m = irnorm.load(build([-1], "dynamic_body"), max_memory=3 << 20)
+    assert m.run({"x": np.ones(2, np.float32), "flag": yes})["y0"] == 1 << 19  # 2 MiB in the body: fits
+    with pytest.raises(irnorm.ResourceLimitError) as e:
+        m.run({"x": np.ones(4, np.float32), "flag": yes})  # 4 MiB
+    assert e.value.diagnostics[0].code == "IRN051" and "in the then_body of layer" in str(e.value)
+    assert m.run({"x": np.ones(4, np.float32), "flag": no})["y0"] == 4  # the small branch still runs
+
+
 def test_torchvision_batched_nms_with_no_boxes():
     """The real export's then-branch (``boxes.numel() == 0``): 0 boxes in, 0 out, as in OpenVINO; and a
     count other than the stored inputs' through the NonMaxSuppression branch."""

@@ -18,10 +18,12 @@ branches this way.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import IrnormError
 from ..ir.tensor import TensorInfo
 from .base import Kernel, NodeContext, Op, fail, fmt_shape, register, runtime_error
 
@@ -143,15 +145,33 @@ class If8(Op):
         branches = []
         for tag in BODIES:
             body, feeds, picks = port_map(ctx.layer, ctx.attrs, tag)
-            branches.append((ctx.subgraph(body), feeds, picks))
+            try:
+                branches.append((ctx.subgraph(body), feeds, picks, tag))
+            except IrnormError as e:  # e.g. the body's plan over the memory limit (IRN051)
+                raise _in_body(e, layer, tag) from None
         then_branch, else_branch = branches
 
         def run(ins):
             cond = ins[0]
             if cond.size != 1:
                 raise runtime_error(layer, f"the condition must hold one element, got shape {list(cond.shape)}")
-            body, feeds, picks = then_branch if bool(cond.reshape(-1)[0]) else else_branch
-            results = body([ins[i] for i in feeds])
+            body, feeds, picks, tag = then_branch if bool(cond.reshape(-1)[0]) else else_branch
+            try:
+                results = body([ins[i] for i in feeds])
+            except IrnormError as e:
+                raise _in_body(e, layer, tag) from None
             return [results[k] for k in picks]
 
         return run
+
+
+def _in_body(e: IrnormError, layer: Any, tag: str) -> IrnormError:
+    """An error a body raised, as the model reports it: each message prefixed with where the body sits (as
+    check_bodies prefixes a body's diagnostics), a model-wide one (no line: a memory limit) at the If's line."""
+    prefix = f"in the {tag} of layer {layer.id} '{layer.name}': "
+    diags = [dataclasses.replace(d, message=prefix + d.message, line=d.line if d.line is not None else layer.line)
+             for d in e.diagnostics]
+    try:
+        return type(e)(diags)
+    except TypeError:  # a subclass with a constructor of its own
+        return IrnormError(diags)

@@ -35,16 +35,19 @@ class _ShapeOnly:
         self.shape = shape
 
 
-def _body_loader(fuse: bool) -> Callable[[Graph], Callable[[list[np.ndarray]], list[np.ndarray]]]:
+def _body_loader(fuse: bool, limit: Callable[[], int]
+                 ) -> Callable[[Graph], Callable[[list[np.ndarray]], list[np.ndarray]]]:
     """What an op with sub-graphs (If) gets to load a checked body (``NodeContext.subgraph``): a Model of
     its own, planned alike, called with the body's inputs in Parameter order; its outputs come back in
-    Result order."""
+    Result order.  The body runs under the enclosing model's memory limit (`limit()`: read at every call,
+    since a Model's max_memory may be changed after loading); its peak is counted on its own."""
 
     def load(body: Graph) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
-        model = Model(body, fuse=fuse)
+        model = Model(body, max_memory=limit(), fuse=fuse)
         n_out = len(body.results)
 
         def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
+            model.max_memory = limit()
             out = list(model.run(arrays).values())
             if len(out) != n_out:  # two Results under one name would collapse in the dict
                 raise RuntimeError(f"a sub-graph gave {len(out)} outputs for {n_out} Results")
@@ -66,7 +69,7 @@ class Model:
         self.diagnostics: list[Diagnostic] = list(graph.diagnostics)
         self._binder = InputBinder(self.inputs, self.path)
         self._sources = sources
-        self._plan = make_plan(graph, sources, fuse, _body_loader(fuse))
+        self._plan = make_plan(graph, sources, fuse, _body_loader(fuse, lambda: self.max_memory))
         self._unfused: Plan | None = None if fuse else self._plan
         params = set(graph.parameters)
         # outputs that are a folded constant or an input: handed out as copies
@@ -98,7 +101,8 @@ class Model:
     def _debug_plan(self) -> Plan:
         """The unfused plan, for runs that watch every layer (capture=, on_layer=): built on first use."""
         if self._unfused is None:
-            self._unfused = make_plan(self.graph, self._sources, fuse=False, subgraph=_body_loader(False))
+            self._unfused = make_plan(self.graph, self._sources, fuse=False,
+                                      subgraph=_body_loader(False, lambda: self.max_memory))
         return self._unfused
 
     def bind_inputs(self, inputs: Mapping[str, Any] | Sequence[Any] | np.ndarray | None, cast: bool = False
