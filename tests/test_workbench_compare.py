@@ -601,3 +601,93 @@ def test_bisect_stops_at_the_budget_earliest_outputs_first():
     assert values == {k: k * 10 for k in range(4)} and failed == {}
     assert unresolved == {4: "refused 5", 5: "refused 5", 6: "refused 5", 7: "refused 5",
                           **{k: "all 16" for k in range(8, 16)}}
+
+
+def _index_model(tmp_path, kind, axis):
+    """x [2, 3, 6, 6] -> MaxPool-14 2x2/2 (values and indices over the dims from `axis`) or TopK-11 (k=3 of
+    the last axis, sorted by value); both outputs are model outputs."""
+    o14 = pytest.importorskip("openvino.opset14")
+    x = ops.parameter([2, 3, 6, 6], np.float32, name="x")
+    if kind == "maxpool":
+        node = o14.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "floor", "explicit", "i64", axis)
+    else:
+        node = o14.topk(x, ops.constant(np.int64(3)), -1, "max", "value", "i64", True)
+    node.set_friendly_name("pick")
+    return _save(ov.Model([ops.result(node.output(0)), ops.result(node.output(1))], [x]), tmp_path / f"{kind}.xml")
+
+
+def _tied_input():
+    """Random data in which (0, 0, 0, 0) and (0, 0, 0, 1) hold the same maximum: the first 2x2 window's and
+    the first row's top value, tied."""
+    x = np.random.default_rng(5).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    x[0, 0, 0, :2] = 9.0
+    return x
+
+
+@pytest.mark.parametrize("kind, axis", [("maxpool", 0), ("maxpool", 1), ("maxpool", 2), ("topk", 0)])
+def test_index_outputs_that_differ_only_on_ties_are_ok_with_a_note(tmp_path, monkeypatch, kind, axis):
+    """The other side picks a different one of two tied maxima (as last-bit differences upstream make
+    OpenVINO do on GoogLeNet's MaxPool): the index output is 'ok', its note says how many indices differ;
+    picking a smaller value instead, or an index outside the data, is a divergence. Simulated by editing the
+    reference's indices (OpenVINO breaks exact ties as irnorm does)."""
+    xml = _index_model(tmp_path, kind, axis)
+    feeds = {"x": _tied_input()}
+    real = refeval._BY_LOWER[kind]
+    m = irnorm.load(xml)
+    irn = m.run(feeds)
+    idx = irn[m.outputs[1].name]
+    assert idx.reshape(-1)[0] == 0  # irnorm took the first of the tied maxima
+
+    def edited(shift):
+        def ref(c):
+            vals, ind = real(c)
+            ind = ind.copy()
+            ind.reshape(-1)[0] += shift
+            return [vals, ind]
+        return ref
+
+    monkeypatch.setitem(refeval._BY_LOWER, kind, edited(1))  # the other 9.0
+    report = irnorm.compare(m, "reference", feeds)
+    assert report.ok, report.table()
+    row = next(r for r in report.layers if r.type in ("MaxPool", "TopK") and r.port == 1)
+    assert row.status == "ok" and row.stats.mismatches == 1
+    assert f"1 of {idx.size} indices differ" in row.note and "ties" in row.note, row.note
+    for shift in (6 if kind == "maxpool" else 2, 10 ** 6, -1):  # a smaller value; outside the data (both ends)
+        monkeypatch.setitem(refeval._BY_LOWER, kind, edited(shift))
+        report = irnorm.compare(m, "reference", feeds)
+        assert report.first_divergence is not None and report.first_divergence.port == 1, (shift, report.table())
+        assert "ties" not in report.first_divergence.note
+    # the same check on OpenVINO's side: its index output edited to the other tied maximum
+    from irnorm.workbench import compare as wb_compare
+
+    real_ov = wb_compare.openvino_layer_outputs
+
+    def ov_edited(*args, **kwargs):
+        run = real_ov(*args, **kwargs)
+        ind = np.array(run.values[("pick", 1)], copy=True)
+        ind.reshape(-1)[0] += 1
+        run.values[("pick", 1)] = ind
+        return run
+
+    monkeypatch.setattr(wb_compare, "openvino_layer_outputs", ov_edited)
+    report = irnorm.compare(m, "openvino", feeds)
+    assert report.ok, report.table()
+    row = next(r for r in report.layers if r.name == "pick" and r.port == 1)
+    assert "1 of" in row.note and "ties" in row.note, row.note
+
+
+@pytest.mark.parametrize("kind, axis", [("maxpool", 0), ("maxpool", 1), ("maxpool", 2), ("topk", 0)])
+def test_pointed_values_read_what_the_indices_point_at(tmp_path, kind, axis):
+    """Op.pointed_values on irnorm's own indices gives back its values output; out-of-range indices give
+    NaN rather than a read outside the data; other outputs have none."""
+    m = irnorm.load(_index_model(tmp_path, kind, axis))
+    x = _tied_input()
+    out = m.run({"x": x})
+    vals, idx = (out[s.name] for s in m.outputs)
+    node = next(n for n in m.graph.nodes if n.layer.name == "pick")
+    np.testing.assert_array_equal(node.op.pointed_values(node.attrs, x, 1, idx), vals.astype(np.float64))
+    bad = idx.copy()
+    bad.reshape(-1)[:2] = [-1, x.size]
+    got = node.op.pointed_values(node.attrs, x, 1, bad)
+    assert np.isnan(got.reshape(-1)[:2]).all() and not np.isnan(got.reshape(-1)[2:]).any()
+    assert node.op.pointed_values(node.attrs, x, 0, vals) is None

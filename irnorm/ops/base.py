@@ -99,6 +99,14 @@ class Op:
         must accept any concrete shapes consistent with them (dynamic dims)."""
         raise NotImplementedError
 
+    def pointed_values(self, attrs: dict[str, Any], data: np.ndarray, port: int, index: np.ndarray
+                       ) -> np.ndarray | None:
+        """For an output that indexes the data input (MaxPool's and TopK's indices): the data values that
+        `index` (an array shaped like that output) points at, as float64, NaN where an index is outside the
+        data -- so that the workbench can tell index outputs that differ only between equal values (ties)
+        from real divergences.  None for every other output (the default)."""
+        return None
+
     @classmethod
     def label(cls) -> str:
         return f"{cls.type}-{cls.version}"
@@ -309,3 +317,13 @@ def prod(dims) -> int:
     for d in dims:
         n *= int(d)
     return n
+
+
+def values_at(rows: np.ndarray, row_of: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """rows[row_of, column] as float64, NaN where a column index is outside the rows (pointed_values' read:
+    the indices come from a file's model or from another runtime, so they are checked, never trusted)."""
+    column = np.asarray(column).astype(np.int64)
+    inside = (column >= 0) & (column < rows.shape[1])
+    got = rows[row_of, np.where(inside, column, 0)].astype(np.float64) if rows.shape[1] else \
+        np.zeros(column.shape, np.float64)
+    return np.where(inside, got, np.nan)

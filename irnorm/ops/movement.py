@@ -31,6 +31,7 @@ from .base import (
     partial_of,
     register,
     runtime_error,
+    values_at,
     with_partial,
 )
 
@@ -878,6 +879,16 @@ class _TopK(Op):
             return [np.ascontiguousarray(vals), np.ascontiguousarray(idx.astype(it))]
 
         return run
+
+    def pointed_values(self, attrs, data, port, index):
+        if port != 1 or data.ndim == 0:
+            return None
+        moved = np.moveaxis(data, attrs["axis"] % data.ndim, -1)  # rows along the axis
+        picked = np.moveaxis(index, attrs["axis"] % data.ndim, -1)
+        rows = moved.reshape(-1, moved.shape[-1])
+        row_of = np.arange(rows.shape[0]).reshape(moved.shape[:-1] + (1,))
+        got = values_at(rows, np.broadcast_to(row_of, picked.shape), picked)
+        return np.moveaxis(got, -1, attrs["axis"] % data.ndim)
 
 
 ELEMENT_TYPES_INDEX = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}

@@ -49,6 +49,7 @@ from .base import (
     partial_of,
     register,
     runtime_error,
+    values_at,
 )
 from .reduce import lowest
 
@@ -210,6 +211,19 @@ class _MaxPool(_Pool):
             return [y, idx.astype(ELEMENT_TYPES[a["index_element_type"]])]
 
         return run
+
+    def pointed_values(self, attrs, data, port, index):
+        return _pooled_values(attrs, data, index) if self.indices and port == 1 else None
+
+
+def _pooled_values(attrs: dict, data: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """MaxPool's pointed_values: index counts over the dims from `axis` (0: the whole tensor, 1: each
+    image, 2 or more: each channel plane), so each output position's row is its position over the dims
+    before that (at most N and C, which the pool keeps)."""
+    lead = min(attrs["axis"] % data.ndim, 2)
+    rows = data.reshape(int(np.prod(data.shape[:lead], dtype=np.int64)), -1)
+    row_of = np.arange(rows.shape[0]).reshape(data.shape[:lead] + (1,) * (index.ndim - lead))
+    return values_at(rows, np.broadcast_to(row_of, index.shape), index)
 
 
 def _index_type(text: str) -> str:

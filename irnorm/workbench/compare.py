@@ -136,7 +136,8 @@ class CompareReport:
                 "[" + ",".join(map(str, r.shape)) + "]", r.dtype,
                 _g(s.max_abs) if s else "-", _g(s.max_rel) if s else "-",
                 f"{s.mismatches}/{s.size}" if s else "-",
-                r.status.upper() if r.status != "skipped" else f"skipped: {r.note}",
+                f"skipped: {r.note}" if r.status == "skipped" else
+                r.status.upper() + (f" ({r.note})" if r.note else ""),
             ))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
@@ -224,7 +225,7 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
                    "source": "given" if given else f"random (seed {seed})"} for k, v in feeds.items()]
     outputs_of = _output_names(m)
     rec = _Recorder(outputs_of, _per_layer(m, layer_rtol, outputs_of, "layer_rtol"),
-                    _per_layer(m, layer_atol, outputs_of, "layer_atol"), rtol, atol)
+                    _per_layer(m, layer_atol, outputs_of, "layer_atol"), rtol, atol, m.graph)
     runs = None
     if against == "reference":
         m.run(feeds, cast=cast, on_layer=_reference_hook(ReferenceRunner(m.graph), rec))
@@ -240,12 +241,62 @@ def compare(model: Any, against: str = "openvino", inputs: Mapping[str, Any] | N
 
 
 class _Recorder:
-    """Collects one LayerComparison per layer output, with the tolerance that applies to it."""
+    """Collects one LayerComparison per layer output, with the tolerance that applies to it.
+
+    Index outputs (MaxPool's, TopK's: ops with pointed_values) that differ are checked once more: where
+    every differing index points at a value within the values' tolerance of the value the other side's
+    index points at (both read from irnorm's data input), the two picked equally good maxima -- a tie that
+    last-bit differences upstream can flip -- and the row is "ok" with a note saying how many differ.  So
+    irnorm keeps a copy of each such layer's data input until that layer has been compared."""
 
     def __init__(self, outputs_of: Mapping[tuple[int, int], str], per_rtol: Mapping[tuple[int, int], float],
-                 per_atol: Mapping[tuple[int, int], float], rtol: float | None, atol: float | None):
+                 per_atol: Mapping[tuple[int, int], float], rtol: float | None, atol: float | None,
+                 graph: Any = None):
         self.outputs_of, self.per_rtol, self.per_atol, self.rtol, self.atol = outputs_of, per_rtol, per_atol, rtol, atol
         self.rows: list[LayerComparison] = []
+        self.readers: dict[tuple[int, int], int] = {}  # data input of an index-output layer -> such readers left
+        self.kept: dict[tuple[int, int], np.ndarray] = {}
+        for n in graph.nodes if graph is not None else ():
+            if n.op is not None and _has_indices(n.op) and n.sources and n.sources[0] is not None:
+                self.readers[n.sources[0]] = self.readers.get(n.sources[0], 0) + 1
+
+    def keep(self, node: Any, outs: Any) -> None:
+        """Copy the outputs an index-output layer will read (called for every layer, Parameters too)."""
+        for k, o in enumerate(outs):
+            if (node.index, k) in self.readers:
+                self.kept[(node.index, k)] = np.array(o, copy=True)
+
+    def done_with(self, node: Any) -> None:
+        src = node.sources[0] if node.sources else None
+        if src in self.readers:
+            self.readers[src] -= 1
+            if not self.readers[src]:
+                self.kept.pop(src, None)
+
+    def _tolerance(self, node: Any, k: int, dtype: Any, precision: str | None) -> tuple[float, float]:
+        d_rtol, d_atol = default_tolerance(dtype, precision)
+        return (self.per_rtol.get((node.index, k), d_rtol if self.rtol is None else self.rtol),
+                self.per_atol.get((node.index, k), d_atol if self.atol is None else self.atol))
+
+    def ties(self, node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None) -> str | None:
+        """The note for an index output whose differing indices all point at tied values, else None."""
+        data = self.kept.get(node.sources[0]) if node.op is not None and node.sources else None
+        if data is None or got.shape != exp.shape or data.dtype.kind != "f":
+            return None
+        try:
+            mine = node.op.pointed_values(node.attrs, data, k, got)
+            theirs = node.op.pointed_values(node.attrs, data, k, exp)
+        except (ValueError, IndexError, TypeError):  # indices that do not fit the data's shape
+            return None
+        if mine is None or theirs is None:
+            return None
+        differ = got != exp
+        r, a = self._tolerance(node, 0, data.dtype, precision)  # the values' tolerance (output 0's)
+        a_vals, b_vals = mine[differ], theirs[differ]
+        if not np.all(np.abs(a_vals - b_vals) <= a + r * np.abs(b_vals)):  # NaN (outside the data): not a tie
+            return None
+        return (f"{int(differ.sum())} of {got.size} indices differ, each between values within tolerance "
+                "of each other (ties; the values agree)")
 
     def row(self, node: Any, k: int, arr: np.ndarray, status: str, stats: ErrorStats | None = None,
             note: str = "") -> None:
@@ -256,17 +307,27 @@ class _Recorder:
 
     def check(self, node: Any, k: int, got: np.ndarray, exp: np.ndarray, precision: str | None,
               note: str = "") -> None:
-        d_rtol, d_atol = default_tolerance(got.dtype, precision)
-        r = self.per_rtol.get((node.index, k), d_rtol if self.rtol is None else self.rtol)
-        a = self.per_atol.get((node.index, k), d_atol if self.atol is None else self.atol)
+        r, a = self._tolerance(node, k, got.dtype, precision)
         st = error_stats(got, exp, r, a)
-        self.row(node, k, got, "ok" if st.passed else "diverged", st, note)
+        status = "ok" if st.passed else "diverged"
+        if not st.passed and got.dtype.kind in "iu":
+            tie = self.ties(node, k, got, np.asarray(exp), precision)
+            if tie is not None:
+                status, note = "ok", "; ".join(t for t in (note, tie) if t)
+        self.row(node, k, got, status, st, note)
+
+
+def _has_indices(op: Any) -> bool:
+    from ..ops.base import Op
+
+    return type(op).pointed_values is not Op.pointed_values
 
 
 def _reference_hook(runner: ReferenceRunner, rec: _Recorder) -> Any:
     """A layer hook comparing each layer with the float64 reference evaluator, fed irnorm's inputs."""
     def hook(node: Any, outs: Any, _s: float) -> None:
         ref, note = runner.step(node, outs)
+        rec.keep(node, outs)
         if node.op_type == "Parameter":
             return
         for k, o in enumerate(outs):
@@ -274,6 +335,7 @@ def _reference_hook(runner: ReferenceRunner, rec: _Recorder) -> Any:
                 rec.row(node, k, o, "skipped", note=note)
             else:
                 rec.check(node, k, o, ref[k], None)
+        rec.done_with(node)
 
     return hook
 
@@ -281,6 +343,7 @@ def _reference_hook(runner: ReferenceRunner, rec: _Recorder) -> Any:
 def _openvino_hook(ov_vals: dict[tuple[str, int], Any], rec: _Recorder, precision: str) -> Any:
     """A layer hook comparing each layer with OpenVINO's output of the same name (or saying why not)."""
     def hook(node: Any, outs: Any, _s: float) -> None:
+        rec.keep(node, outs)
         if node.op_type == "Parameter":
             return
         for k, o in enumerate(outs):
@@ -294,6 +357,7 @@ def _openvino_hook(ov_vals: dict[tuple[str, int], Any], rec: _Recorder, precisio
             else:
                 note = "" if exp.dtype == o.dtype else f"OpenVINO gives {element_type(exp.dtype)}"
                 rec.check(node, k, o, exp, precision, note)
+        rec.done_with(node)
 
     return hook
 
