@@ -212,6 +212,10 @@ def info(model: str, weights: str | None, list_layers: bool, as_json: bool, quie
                 alias = [n for n in s["names"] if n != s["name"]]
                 extra = f"  (also: {', '.join(alias)})" if alias and title == "inputs" else ""
                 click.echo(f"  {s['name']:<24} {s['dims']:<20} {s['dtype']}{extra}")
+        if summary["variables"]:  # a stateful model: kept between runs (Model.state / reset_state())
+            click.echo("variables")
+            for v in summary["variables"]:
+                click.echo(f"  {v['id']:<24} {v['dims']:<20} {v['dtype']}")
         click.echo("layers")
         for k, v in summary["layers"].items():
             mark = "  UNSUPPORTED" if k in bad else ""

@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "IRN032": "operation shape rule violated by its input shapes",
     "IRN033": "operation type rule violated by its input element types",
     "IRN034": "operation needs a constant input that is not constant",
+    "IRN035": "a variable's Assign and ReadValue disagree (undeclared variable, element type or shape)",
     # weights
     "IRN040": "weights file missing or unreadable",
     "IRN041": "Const lies outside the weights file",

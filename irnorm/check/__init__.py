@@ -26,7 +26,14 @@ from ..ir.graph import Graph, connect, index_layers, layer_diagnostic
 from ..ir.reader import IRDocument
 from ..ir.weights import Weights
 from .layers import LAYER_PASSES, LayerState
-from .structure import check_reachability, find_inputs_outputs, guard_unchecked, note_compressed_weights, open_weights
+from .structure import (
+    check_reachability,
+    check_variables,
+    find_inputs_outputs,
+    guard_unchecked,
+    note_compressed_weights,
+    open_weights,
+)
 from .types import infer_types
 
 GraphPass = Callable[[Graph], None]
@@ -73,6 +80,7 @@ GRAPH_PASSES: tuple[GraphPass, ...] = (
     infer_types,
     note_compressed_weights,
     find_inputs_outputs,
+    check_variables,
     guard_unchecked,
     check_reachability,
 )

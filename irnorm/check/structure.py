@@ -3,8 +3,11 @@ layers left unchecked, and what no Result depends on."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import Diagnostic, ModelFileError
 from ..ir.graph import Graph, layer_diagnostic
+from ..ir.tensor import fmt_shape
 
 
 def open_weights(graph: Graph) -> None:
@@ -36,6 +39,43 @@ def find_inputs_outputs(graph: Graph) -> None:
     by_doc = sorted(graph.nodes, key=lambda n: position[id(n.layer)])
     graph.parameters = [n.index for n in by_doc if n.op_type == "Parameter"]
     graph.results = [n.index for n in by_doc if n.op_type == "Result"]
+    graph.sinks = [n.index for n in by_doc if n.op_type == "Assign"]
+
+
+def check_variables(graph: Graph) -> None:
+    """A stateful model's variables (ops/state.py): every Assign writes a variable some ReadValue declares, of
+    the element type and a shape that fits what the ReadValues say (OpenVINO cannot read a file whose Assign
+    names no variable: 'map::at'); ReadValues of one variable agree with each other.  Each Assign gets the
+    variable's shape as ``__variable_shape`` (checked again at run time, where dims were dynamic)."""
+    from ..ops.state import fits  # the ops' own rule of shape compatibility
+
+    declared: dict[str, Any] = {}
+    for n in graph.nodes:
+        if n.op_type != "ReadValue" or not n.outputs or n.outputs[0] is None:
+            continue
+        vid, info = n.attrs.get("variable_id"), n.outputs[0]
+        prev = declared.get(vid)
+        if prev is not None and (prev.dtype != info.dtype or not fits(info.shape, prev.shape)):
+            graph.diagnostics.append(layer_diagnostic(
+                graph.doc, n.layer, "IRN035", f"variable {vid!r} is {info.dtype} {fmt_shape(info.shape)} here but "
+                f"{prev.dtype} {fmt_shape(prev.shape)} at another ReadValue"))
+        declared.setdefault(vid, info)
+    for n in graph.nodes:
+        if n.op_type != "Assign" or not n.sources or n.sources[0] is None:
+            continue
+        vid = n.attrs.get("variable_id")
+        var = declared.get(vid)
+        src = graph.nodes[n.sources[0][0]].outputs
+        value = src[n.sources[0][1]] if src and n.sources[0][1] < len(src) else None
+        if var is None:
+            graph.diagnostics.append(layer_diagnostic(graph.doc, n.layer, "IRN035", f"Assign writes variable {vid!r}, "
+                                                      "which no ReadValue declares"))
+        elif value is not None and (value.dtype != var.dtype or not fits(value.shape, var.shape)):
+            graph.diagnostics.append(layer_diagnostic(
+                graph.doc, n.layer, "IRN035", f"Assign writes {value.dtype} {fmt_shape(value.shape)} to variable "
+                f"{vid!r}, which is {var.dtype} {fmt_shape(var.shape)}"))
+        else:
+            n.attrs["__variable_shape"] = var.shape
 
 
 def guard_unchecked(graph: Graph) -> None:
@@ -54,7 +94,7 @@ def check_reachability(graph: Graph) -> None:
         graph.diagnostics.append(Diagnostic("IRN018", "the model has no Result layer", file=graph.path))
         return  # without a Result every layer would be "dangling": say it once, not per layer
     live: set[int] = set()
-    stack = list(graph.results)
+    stack = list(graph.results) + list(graph.sinks)
     while stack:
         i = stack.pop()
         if i in live:

@@ -570,6 +570,12 @@ def analyze(graph: Graph) -> BatchPlan:
         if any(s[0] in poisoned for s in srcs):
             poisoned.add(node.index)  # refused upstream: say it once
             continue
+        if node.op_type == "ReadValue":
+            var = node.attrs.get("variable_id")
+            diags.append(_refusal(graph, node, f"variable {var!r} carries values from one call to the next: chunks "
+                                               "run as separate calls would read each other's state"))
+            poisoned.add(node.index)
+            continue
         states = [st[s] for s in srcs]
         if node.op_type == "Result":
             s = states[0]

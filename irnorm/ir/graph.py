@@ -48,6 +48,7 @@ class Graph:
     weights: Weights | None
     parameters: list[int] = field(default_factory=list)  # node indices, in document order (OpenVINO's input order)
     results: list[int] = field(default_factory=list)  # node indices, in document order (OpenVINO's output order)
+    sinks: list[int] = field(default_factory=list)  # Assign nodes (they run though no Result reads them)
 
     @property
     def ok(self) -> bool:

@@ -64,6 +64,8 @@ class NodeContext:
     # build() only, for ops with sub-graphs (If): loads a checked body Graph into a callable that takes the
     # body's inputs in Parameter order and returns its outputs in Result order (the runtime supplies it)
     subgraph: Callable[[Any], Callable[[list[np.ndarray]], list[np.ndarray]]] | None = None
+    # build() only, for ReadValue / Assign: the model's variables (runtime/state.py's VariableStore)
+    variables: Any = None
 
     def const(self, i: int, what: str) -> np.ndarray:
         v = self.inputs[i].value

@@ -20,6 +20,7 @@ from ..ir.tensor import TensorInfo
 from .bind import InputBinder, TensorSpec, bind_out, io_specs
 from .execute import LayerHook, LayerOutput, LayerTime, RunResult, execute, layer_output
 from .plan import Plan, default_max_memory, make_plan
+from .state import VariableStore
 
 __all__ = ["LayerHook", "LayerOutput", "LayerTime", "Model", "RunResult", "TensorSpec"]
 
@@ -69,7 +70,10 @@ class Model:
         self.diagnostics: list[Diagnostic] = list(graph.diagnostics)
         self._binder = InputBinder(self.inputs, self.path)
         self._sources = sources
-        self._plan = make_plan(graph, sources, fuse, _body_loader(fuse, lambda: self.max_memory))
+        # a stateful model's variables (ReadValue / Assign): kept between runs, its runs one at a time
+        self._variables = VariableStore()
+        self._stateful = any(n.op_type in ("ReadValue", "Assign") for n in graph.nodes)
+        self._plan = make_plan(graph, sources, fuse, _body_loader(fuse, lambda: self.max_memory), self._variables)
         self._unfused: Plan | None = None if fuse else self._plan
         params = set(graph.parameters)
         # outputs that are a folded constant or an input: handed out as copies
@@ -102,7 +106,7 @@ class Model:
         """The unfused plan, for runs that watch every layer (capture=, on_layer=): built on first use."""
         if self._unfused is None:
             self._unfused = make_plan(self.graph, self._sources, fuse=False,
-                                      subgraph=_body_loader(False, lambda: self.max_memory))
+                                      subgraph=_body_loader(False, lambda: self.max_memory), variables=self._variables)
         return self._unfused
 
     def bind_inputs(self, inputs: Mapping[str, Any] | Sequence[Any] | np.ndarray | None, cast: bool = False
@@ -258,8 +262,39 @@ class Model:
 
     def _execute(self, arrays: list[np.ndarray], hook: LayerHook | None,
                  dest: list[np.ndarray | None] | None = None, plan: Plan | None = None) -> dict[str, np.ndarray]:
-        return execute(plan or self._plan, self.outputs, self._copy_out, arrays, hook, dest,
-                       self.max_memory - self._peak)
+        if not self._stateful:
+            return execute(plan or self._plan, self.outputs, self._copy_out, arrays, hook, dest,
+                           self.max_memory - self._peak)
+        with self._variables.lock:  # one run at a time: each reads the state the one before committed
+            try:
+                result = execute(plan or self._plan, self.outputs, self._copy_out, arrays, hook, dest,
+                                 self.max_memory - self._peak)
+            except BaseException:
+                self._variables.discard()  # a failed run leaves the state as it was
+                raise
+            self._variables.commit()
+            return result
+
+    @property
+    def variables(self) -> list[str]:
+        """The ids of the model's variables (ReadValue layers, document order); empty for a stateless model."""
+        seen: dict[str, None] = {}
+        for n in self.graph.nodes:
+            if n.op_type == "ReadValue":
+                seen.setdefault(n.attrs["variable_id"], None)
+        return list(seen)
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """{variable id: a copy of its value} for the variables runs have assigned so far (a variable not in it
+        starts from its initial value at the next run), as OpenVINO's InferRequest.query_state()."""
+        with self._variables.lock:
+            return self._variables.snapshot()
+
+    def reset_state(self) -> None:
+        """Forget every variable's value: the next run starts from the initial values (InferRequest.reset_state)."""
+        with self._variables.lock:
+            self._variables.reset()
 
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         if args and kwargs:

@@ -188,14 +188,16 @@ class Plan:
 
 
 def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True,
-              subgraph: Callable[[Graph], Callable[[list[np.ndarray]], list[np.ndarray]]] | None = None) -> Plan:
-    """Steps for every layer an output depends on, in execution order.  A layer whose outputs were
-    all folded at load time is a constant (and what produced it, e.g. a ShapeOf, never runs).  With
+              subgraph: Callable[[Graph], Callable[[list[np.ndarray]], list[np.ndarray]]] | None = None,
+              variables: Any = None) -> Plan:
+    """Steps for every layer an output or an Assign depends on, in execution order.  A layer whose outputs
+    were all folded at load time is a constant (and what produced it, e.g. a ShapeOf, never runs).  With
     `fuse`, the planner rules of runtime/fuse.py turn chains of layers into single steps.  `subgraph`
-    loads an If's checked body into a callable (``NodeContext.subgraph``; the Model supplies it)."""
+    loads an If's checked body into a callable (``NodeContext.subgraph``; the Model supplies it);
+    `variables` is the Model's VariableStore (runtime/state.py) for ReadValue / Assign."""
     g = graph
     live: set[int] = set()
-    stack = [src[0] for src in outputs]
+    stack = [src[0] for src in outputs] + list(g.sinks)
     while stack:
         i = stack.pop()
         if i in live:
@@ -236,7 +238,7 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True,
         elif node.index not in covered:
             ctx = NodeContext(node.layer, node.attrs, [g.nodes[s[0]].outputs[s[1]] for s in node.sources],
                               len(node.layer.outputs), outputs_read=read.get(node.index) if fuse else None,
-                              subgraph=subgraph)
+                              subgraph=subgraph, variables=variables)
             steps.append(Step(node, node.op.build(ctx), [tuple(s) for s in node.sources], []))
     # last use of every runtime value -> free it right after
     last: dict[Value, int] = {}

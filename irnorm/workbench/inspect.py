@@ -32,8 +32,21 @@ def describe(graph: Graph, layers: bool = False) -> dict[str, Any]:
                         for (t, v), c in sorted(unsupported.items())],
         "opsets": sorted({n.layer.version for n in nodes if n.layer.version}),
         "weights_bytes": graph.weights.bytes_read if graph.weights is not None else 0, "notes": notes,
+        "variables": _variables(graph),
         **({"layer_list": [_layer(graph, n) for n in _doc_order(graph)]} if layers else {}),
     }
+
+
+def _variables(graph: Graph) -> list[dict[str, Any]]:
+    """A stateful model's variables (ReadValue layers, document order): id, shape and element type."""
+    out: dict[str, dict[str, Any]] = {}
+    for n in _doc_order(graph):
+        if n.layer.type == "ReadValue" and n.op is not None and "variable_id" in n.attrs:
+            info = n.outputs[0] if n.outputs and n.outputs[0] is not None else None
+            shape = None if info is None or info.shape is None else list(info.shape)
+            out.setdefault(n.attrs["variable_id"], {"id": n.attrs["variable_id"], "shape": shape,
+                                                   "dims": fmt_shape(shape), "dtype": info.dtype if info else "?"})
+    return list(out.values())
 
 
 def _doc_order(graph: Graph) -> list[Node]:

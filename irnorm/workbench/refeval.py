@@ -594,6 +594,10 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Eye": lambda c: [R.eye(*(int(np.asarray(v).reshape(-1)[0]) for v in c.ins[:3]),
                             _ints(c.ins[3]) if len(c.ins) > 3 else ())],
     "Identity": lambda c: [np.array(c.ins[0], copy=True)],
+    # a stateful model's variables at their initial values (compare resets the model's state first)
+    "ReadValue": lambda c: [np.array(c.ins[0], copy=True) if c.ins else
+                            np.zeros([max(d, 0) for d in c.a("variable_shape")], np.float64)],
+    "Assign": lambda c: [np.array(c.ins[0], copy=True)],
     "NonZero": lambda c: [R.non_zero(c.ins[0])],
     "ScatterUpdate": lambda c: [R.scatter_update(c.ins[0], c.ins[1], c.ins[2], _ints(c.ins[3])[0])],
     "ScatterElementsUpdate": {

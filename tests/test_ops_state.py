@@ -1,0 +1,209 @@
+"""ReadValue / Assign: stateful models.  Small models are built with OpenVINO's Python API (ReadValue-6 with and
+without an initial value, static and dynamic variables) and run call after call in irnorm and in one OpenVINO
+infer request, resets included; the real export (tests/stateful, tools/make_stateful.py) is a PyTorch decoder
+block made stateful by OpenVINO's MakeStateful transformation, replayed against OpenVINO's stored outputs and a
+live request.  Malformed files are OpenVINO-written ones edited."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import load_npz
+from ovutil import save
+
+import irnorm
+
+ov = pytest.importorskip("openvino")
+o13 = pytest.importorskip("openvino.opset13")
+o6 = pytest.importorskip("openvino.opset6")
+from openvino.op.util import Variable, VariableInfo  # noqa: E402
+
+STATEFUL = Path(__file__).resolve().parent / "stateful"
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+def _variable(name, shape, t=np.float32):
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape(shape), ov.Type(t), name
+    return Variable(info)
+
+
+def _accumulator(tmp_path, init: bool, dynamic: bool):
+    """y = state + x (static [2, 3]) -- or, dynamic, a cache: y = concat(state, x) along axis 1 with x [1, ?, 3] --
+    and Assign(y): the state after n calls is the sum (or the concatenation) of the inputs."""
+    x = o13.parameter([1, -1, 3] if dynamic else [2, 3], np.float32, name="x")
+    var = _variable("acc", [1, -1, 3] if dynamic else [2, 3])
+    if init:  # the initial value computed from the input at every call (only the first one uses it)
+        start = (o13.broadcast(o13.constant(np.float32(0.5)), o13.constant(np.array([1, 1, 3], np.int64))) if dynamic
+                 else o13.multiply(x, o13.constant(np.float32(-1))))
+        read = o6.read_value(start, var)
+    else:  # zeros of the variable's shape, a dynamic dim 0
+        read = o6.read_value(var)
+    y = o13.concat([read, x], 1) if dynamic else o13.add(read, x)
+    assign = o6.assign(y, var)
+    y.output(0).get_tensor().set_names({"y"})
+    return save(ov.Model([o13.result(y)], [assign], [x], "acc"), tmp_path, f"acc_{int(init)}{int(dynamic)}")
+
+
+@pytest.mark.parametrize("init", [False, True], ids=["zeros", "init"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_calls_and_resets_match_openvino(tmp_path, init, dynamic):
+    xml = _accumulator(tmp_path, init, dynamic)
+    m = irnorm.load(xml)
+    assert m.variables == ["acc"] and m.state == {}
+    req = ov.Core().compile_model(str(xml), "CPU", CONFIG).create_infer_request()
+    rng = np.random.default_rng(int(init) + 2 * int(dynamic))
+    for call in range(7):
+        if call == 4:
+            m.reset_state()
+            req.reset_state()
+            assert m.state == {}
+        x = rng.standard_normal((1, call % 3 + 1, 3) if dynamic else (2, 3)).astype(np.float32)
+        got, want = m.run({"x": x})["y"], req.infer({"x": x})[0]
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        (state,) = req.query_state()
+        np.testing.assert_array_equal(m.state["acc"], state.state.data)
+    m.state["acc"][...] = 99  # a copy: the model's state is not the caller's
+    assert not (m.state["acc"] == 99).any()
+
+
+def test_a_real_stateful_export_replays_openvinos_calls():
+    """tests/stateful/decoder_block: a PyTorch decoder block whose key/value cache OpenVINO's MakeStateful turned
+    into variables (ReadValue without an initial value, Assign; the cache length read back by ShapeOf for the
+    mask). The stored sequence -- a prompt, single tokens, a reset, again -- gives OpenVINO's outputs within f32
+    rounding, and the cache grows as OpenVINO's did, although the calls repeat the same input shapes."""
+    calls = load_npz(STATEFUL / "decoder_block.calls.npz")
+    m = irnorm.load(STATEFUL / "decoder_block.xml")
+    assert sorted(m.variables) == ["past_kpresent_k", "past_vpresent_v"]
+    assert [s.name for s in m.inputs] == ["x"] and [s.name for s in m.outputs] == ["y"]
+    resets = set(calls["reset_before"].tolist())
+    i = 0
+    while f"x_{i}" in calls:
+        if i in resets:
+            m.reset_state()
+        y = m.run({"x": calls[f"x_{i}"]})["y"]
+        np.testing.assert_allclose(y, calls[f"y_{i}"], rtol=1e-5, atol=1e-5)
+        assert {v.shape[2] for v in m.state.values()} == {int(calls[f"len_{i}"])}
+        i += 1
+    assert i >= 6
+    for name, value in m.state.items():
+        np.testing.assert_allclose(value, calls[f"state_{name}"], rtol=1e-5, atol=1e-5)
+    # and a live request, call by call, with compare's view of one call
+    req = ov.Core().compile_model(str(STATEFUL / "decoder_block.xml"), "CPU", CONFIG).create_infer_request()
+    m.reset_state()
+    for t in (4, 1, 1, 3):
+        x = np.random.default_rng(t).standard_normal((1, t, 32)).astype(np.float32)
+        np.testing.assert_allclose(m.run({"x": x})["y"], req.infer({"x": x})[0], rtol=1e-5, atol=1e-5)
+    report = irnorm.compare(m, "openvino", {"x": calls["x_0"]})
+    assert report.ok, report.table()
+    assert any("variables" in n and "reset" in n for n in report.notes)
+    assert report.openvino_runs == 1  # the Assigns are not asked of OpenVINO
+    assert all(r.status == "skipped" and "Assign" in r.note for r in report.layers if r.type == "Assign")
+    assert irnorm.compare(m, "reference", {"x": calls["x_0"]}).ok
+
+
+def test_a_failed_run_leaves_the_state_as_it_was(tmp_path):
+    """The Assigns' values become the state only when the whole run succeeds."""
+    x = o13.parameter([1, 4], np.float32, name="x")
+    shape = o13.parameter([2], np.int64, name="shape")
+    var = _variable("acc", [1, 4])
+    y = o13.add(o6.read_value(var), x)
+    assign = o6.assign(y, var)
+    reshaped = o13.reshape(y, shape, False)  # fails at run time for a shape that does not fit
+    reshaped.output(0).get_tensor().set_names({"r"})
+    m = irnorm.load(save(ov.Model([o13.result(reshaped)], [assign], [x, shape]), tmp_path, "fails"))
+    ones = np.ones((1, 4), np.float32)
+    m.run({"x": ones, "shape": np.array([2, 2])})
+    before = m.state["acc"].copy()
+    with pytest.raises(irnorm.InputError):
+        m.run({"x": ones, "shape": np.array([3, 3])})
+    np.testing.assert_array_equal(m.state["acc"], before)
+    assert m.run({"x": ones, "shape": np.array([4, 1])})["r"].reshape(-1).tolist() == [2.0] * 4
+
+
+def test_runs_from_threads_take_turns():
+    """A stateful model's runs are serialized: from two threads, every call's Assign lands."""
+    m = irnorm.load(STATEFUL / "decoder_block.xml")
+    x = np.zeros((1, 1, 32), np.float32)
+
+    def calls():
+        for _ in range(20):
+            m.run({"x": x})
+
+    threads = [threading.Thread(target=calls) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {v.shape[2] for v in m.state.values()} == {40}
+
+
+def _edited(tmp_path, name, pattern, repl):
+    src = _accumulator(tmp_path, init=False, dynamic=False)
+    text = Path(src).read_text()
+    edited, n = re.subn(pattern, repl, text)
+    assert n >= 1, pattern
+    out = tmp_path / f"{name}.xml"
+    out.write_text(edited)
+    out.with_suffix(".bin").write_bytes(Path(src).with_suffix(".bin").read_bytes())
+    return out
+
+
+def test_malformed_variables_are_refused_with_the_rule(tmp_path):
+    # an Assign of a variable no ReadValue declares (OpenVINO's reader fails with 'map::at')
+    bad = _edited(tmp_path, "undeclared", r'(type="Assign" version="opset6">\s*<data variable_id=")acc"', r'\1other"')
+    with pytest.raises(irnorm.ValidationError) as e:
+        irnorm.load(bad)
+    d = next(d for d in e.value.diagnostics if d.code == "IRN035")
+    assert "'other'" in d.message and "no ReadValue declares" in d.message and d.layer_name.startswith("Assign")
+    # a variable declared [1, 3] that the Assign writes [2, 3] into (the ReadValue's port edited to agree)
+    port = r'variable_shape="2,3" />\s*<output>\s*<port id="0" precision="FP32">\s*<dim>2</dim>'
+    bad = _edited(tmp_path, "shape", port, lambda mo: mo.group(0).replace('shape="2,3"', 'shape="1,3"')
+                  .replace("<dim>2</dim>", "<dim>1</dim>"))
+    diags = irnorm.check(bad)
+    assert any(d.code == "IRN035" and "[2,3]" in d.message.replace(" ", "") for d in diags), diags
+    # a ReadValue whose variable_type is missing and that has no initial value
+    bad = _edited(tmp_path, "notype", r' variable_type="f32"', "")
+    assert any(d.code == "IRN020" and "variable_type" in d.message for d in irnorm.check(bad))
+    # a variable_shape that is not a shape
+    bad = _edited(tmp_path, "badshape", r'variable_shape="2,3"', 'variable_shape="2,x"')
+    assert any(d.code == "IRN021" for d in irnorm.check(bad))
+
+
+def test_validate_info_and_the_cli_see_the_variables(tmp_path):
+    from click.testing import CliRunner
+
+    from irnorm.cli import cli
+
+    xml = str(STATEFUL / "decoder_block.xml")
+    assert not [d for d in irnorm.check(xml) if d.severity == "error"]
+    res = CliRunner().invoke(cli, ["run", xml, "--shape", "x=1,3,32"])  # one call from the initial state
+    assert res.exit_code == 0, res.output
+    assert re.search(r"^y: shape \[1, 3, 32\] f32", res.output, re.M), res.output
+    res = CliRunner().invoke(cli, ["info", xml])
+    assert re.search(r"^variables\n  past_\w+ +\[1,2,\?,16\] +f32\n  past_\w+ +\[1,2,\?,16\] +f32$", res.output,
+                     re.M), res.output
+    res = CliRunner().invoke(cli, ["info", "--json", xml])
+    import json
+
+    got = json.loads(res.output)["variables"]
+    assert sorted(v["id"] for v in got) == ["past_kpresent_k", "past_vpresent_v"]
+    assert all(v["shape"] == [1, 2, -1, 16] and v["dtype"] == "f32" for v in got)
+    assert json.loads(CliRunner().invoke(cli, ["info", "--json", str(Path(__file__).parent.parent / "samples" / "ir" /
+                                                                     "group_norm.xml")]).output)["variables"] == []
+
+
+def test_dask_refuses_a_stateful_model(tmp_path):
+    """Chunks run as separate calls would each read the state another chunk wrote: IRN070 at the ReadValue."""
+    from irnorm import dask as irnorm_dask
+
+    m = irnorm.load(_accumulator(tmp_path, init=True, dynamic=False))
+    with pytest.raises(irnorm.ValidationError) as e:
+        irnorm_dask.analyze(m.graph)
+    d = e.value.diagnostics[0]
+    assert d.code == "IRN070" and d.layer_type == "ReadValue" and "'acc'" in d.message
