@@ -1,15 +1,17 @@
 """Generate the stateful-model export under ``tests/stateful/``: a PyTorch decoder block with an explicit
-key/value cache, converted by ``openvino.convert_model`` and made stateful by OpenVINO's own MakeStateful
-transformation (``openvino._offline_transformations.apply_make_stateful_transformation``, the pass
-optimum-intel's stateful LLM exports are built with): the cache inputs become ReadValue layers, the cache
-outputs Assign layers, and the model keeps its cache between calls.
+key/value cache, converted by ``openvino.convert_model`` and made stateful the way optimum-intel builds its
+stateful LLM exports: a ``beam_idx`` input whose Gather reorders the cache rows, OpenVINO's own MakeStateful
+transformation (``openvino._offline_transformations.apply_make_stateful_transformation``: the cache inputs
+become ReadValue layers, the cache outputs Assign layers) and an initial value for each variable computed from
+the input's batch (zeros, the cache empty). The model keeps its cache between calls.
 
 Writes:
 
 * ``decoder_block.xml`` + ``.bin`` (``openvino.save_model``, f16-compressed weights as by default);
-* ``decoder_block.calls.npz``: a sequence of calls as a user makes them -- a 3-token prompt, then one or two
-  tokens at a time, a ``reset_state()``, and again -- with, for each call ``i``, the input ``x_i``, OpenVINO's
-  output ``y_i`` (CPU plugin, ``INFERENCE_PRECISION_HINT=f32``, one thread, one infer request for the whole
+* ``decoder_block.calls.npz``: a sequence of calls as a user makes them -- a 3-token prompt for two beams, then
+  one or two tokens at a time (one call swapping the beams), a ``reset_state()``, and again with one beam --
+  with, for each call ``i``, the inputs ``x_i`` and ``beam_idx_i``, OpenVINO's output ``y_i`` (CPU plugin,
+  ``INFERENCE_PRECISION_HINT=f32``, ``KV_CACHE_PRECISION=f32``, one thread, one infer request for the whole
   sequence) and ``len_i``, the cache length after the call; ``reset_before`` lists the calls preceded by a
   reset; ``state_<variable>`` is each variable's value after the last call.
 
@@ -31,11 +33,14 @@ import openvino as ov
 import torch
 from openvino._offline_transformations import apply_make_stateful_transformation
 
-CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "1"}
+# KV_CACHE_PRECISION: the CPU plugin fuses the cache update into its attention node and keeps the cache in u8 by
+# default, even at f32 inference precision (outputs off by ~2e-3 from the second call on); f32 is the model's math
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32", "INFERENCE_NUM_THREADS": "1"}
 DIM, HEADS = 32, 2
 # tokens per call; a reset before the calls listed in RESET_BEFORE
 STEPS = (3, 1, 1, 2, 1, 2, 1, 1)
 RESET_BEFORE = (5,)
+SWAP_BEAMS = (3,)  # calls whose beam_idx swaps the two beams' caches (batch 2 before the reset, 1 after)
 
 
 class DecoderBlock(torch.nn.Module):
@@ -64,6 +69,36 @@ class DecoderBlock(torch.nn.Module):
         return x + self.mlp(x), k, v
 
 
+def _reorder_cache(model: ov.Model, cache_inputs: tuple[str, ...]) -> None:
+    """A ``beam_idx`` input [batch] and a Gather of each cache input's rows by it (beam search reorders the cache
+    between calls), as optimum-intel's exports have."""
+    beam_idx = ov.opset13.parameter([-1], ov.Type.i32, name="beam_idx")
+    beam_idx.output(0).get_tensor().set_names({"beam_idx"})
+    model.add_parameters([beam_idx])
+    for name in cache_inputs:
+        port = model.input(name)
+        consumers = port.get_target_inputs()  # before the Gather becomes one
+        gather = ov.opset13.gather(port, beam_idx, ov.opset13.constant(np.int64(0)))
+        for consumer in consumers:
+            consumer.replace_source_output(gather.output(0))
+    model.validate_nodes_and_infer_types()
+
+
+def _initial_values(model: ov.Model) -> None:
+    """Each ReadValue's initial value: zeros of its shape with the batch dim taken from ``x`` and every other
+    dynamic dim 0 (the empty cache), computed from the input at every call -- optimum-intel's state initializer."""
+    batch = ov.opset13.gather(ov.opset13.shape_of(model.input("x"), output_type="i64"),
+                              ov.opset13.constant(np.array([0], np.int64)), ov.opset13.constant(np.int64(0)))
+    for op in model.get_ops():
+        if op.get_type_name() == "ReadValue":
+            dims = [ov.opset13.constant(np.array([d.get_min_length()], np.int64))
+                    for d in op.get_output_partial_shape(0)]
+            dims[0] = batch
+            zeros = ov.opset13.constant(np.zeros((), np.float32))
+            op.set_arguments([ov.opset13.broadcast(zeros, ov.opset13.concat(dims, 0))])
+    model.validate_nodes_and_infer_types()
+
+
 def build() -> ov.Model:
     torch.manual_seed(20261128)
     block = DecoderBlock().eval()
@@ -71,14 +106,16 @@ def build() -> ov.Model:
         for ln in (block.ln, block.mlp[0]):
             ln.weight.uniform_(0.5, 1.5)
             ln.bias.uniform_(-0.2, 0.2)
-    cache = [1, HEADS, -1, DIM // HEADS]
+    cache = [-1, HEADS, -1, DIM // HEADS]
     example = (torch.randn(1, 3, DIM), torch.zeros(1, HEADS, 0, DIM // HEADS), torch.zeros(1, HEADS, 0, DIM // HEADS))
-    model = ov.convert_model(block, example_input=example, input=[("x", [1, -1, DIM], torch.float32),
+    model = ov.convert_model(block, example_input=example, input=[("x", [-1, -1, DIM], torch.float32),
                                                                   ("past_k", cache, torch.float32),
                                                                   ("past_v", cache, torch.float32)])
     for out, name in zip(model.outputs, ("y", "present_k", "present_v"), strict=True):
         out.get_tensor().set_names({name})
+    _reorder_cache(model, ("past_k", "past_v"))
     apply_make_stateful_transformation(model, {"past_k": "present_k", "past_v": "present_v"})
+    _initial_values(model)
     return model
 
 
@@ -103,14 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     request = ov.Core().compile_model(xml, "CPU", CONFIG).create_infer_request()
     rng = np.random.default_rng(7)
     arrays: dict[str, np.ndarray] = {"reset_before": np.array(RESET_BEFORE, np.int64)}
-    length = 0
+    length, batch = 0, 2
     for i, t in enumerate(STEPS):
         if i in RESET_BEFORE:
             request.reset_state()
-            length = 0
-        x = rng.standard_normal((1, t, DIM)).astype(np.float32)
-        arrays[f"x_{i}"] = x
-        arrays[f"y_{i}"] = np.array(request.infer({"x": x})[0], copy=True)
+            length, batch = 0, 1  # a new sequence, one beam
+        x = rng.standard_normal((batch, t, DIM)).astype(np.float32)
+        beams = np.arange(batch, dtype=np.int32)
+        if i in SWAP_BEAMS:
+            beams = beams[::-1].copy()
+        arrays[f"x_{i}"], arrays[f"beam_idx_{i}"] = x, beams
+        arrays[f"y_{i}"] = np.array(request.infer({"x": x, "beam_idx": beams})["y"], copy=True)
         length += t
         arrays[f"len_{i}"] = np.array(length, np.int64)
     for state in request.query_state():

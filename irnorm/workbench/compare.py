@@ -451,6 +451,9 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
     if max_runs < 2:
         raise ArgumentError(f"max_runs must be at least 2 (all outputs, then the model alone), got {max_runs}")
     notes = [f"OpenVINO {ov.get_version().split('-')[0]}"]
+    config = {"INFERENCE_PRECISION_HINT": precision}
+    if getattr(model, "variables", None):  # the CPU plugin would keep a fused attention's cache in u8 otherwise
+        config["KV_CACHE_PRECISION"] = precision
     core = ov.Core()
     ovm = _read_openvino(core, model)
     wanted, missing = _openvino_outputs(model, ovm)
@@ -465,7 +468,7 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
             except Exception as e:
                 raise AttemptFailed("compile", _first_line(e)) from None
         try:
-            compiled = core.compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": precision})
+            compiled = core.compile_model(m, "CPU", config)
         except Exception as e:
             raise AttemptFailed("compile", _first_line(e)) from None
         # compiled outputs follow m.get_results(); map each Result back to (producer name, port)
