@@ -233,3 +233,28 @@ def test_a_dynamic_batch_without_an_initial_value_breaks_concats_rule(tmp_path):
     assert m.state == {}
     m = irnorm.load(_accumulator(tmp_path, init=True, dynamic=True))
     assert m.run({"x": np.ones((1, 2, 3), np.float32)})["y"].shape == (1, 3, 3)
+
+
+def test_bench_runs_each_call_from_the_initial_values():
+    """irnorm bench resets a stateful model's variables before every run (else each run would be one more step of
+    an ever longer sequence), says so, and refuses --concurrency (the runs take turns)."""
+    from click.testing import CliRunner
+
+    from irnorm.cli import cli
+    from irnorm.workbench.bench import bench
+
+    m = irnorm.load(STATEFUL / "decoder_block.xml")
+    feeds = {"x": np.zeros((1, 2, 32), np.float32), "beam_idx": np.zeros(1, np.int32)}
+    res = bench(m, feeds, runs=7, warmup=2)
+    assert res.stateful and res.runs == 7
+    assert {v.shape[2] for v in m.state.values()} == {2}  # the last run started from the initial values too
+    with pytest.raises(irnorm.ArgumentError):
+        bench(m, feeds, runs=2, concurrency=2)
+    args = ["bench", str(STATEFUL / "decoder_block.xml"), "--shape", "x=1,2,32", "--shape", "beam_idx=1",
+            "--value-range", "beam_idx=0,0", "-n", "3"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0 and "each from the variables' initial values" in res.output, res.output
+    res = CliRunner().invoke(cli, args + ["--concurrency", "2"])
+    assert res.exit_code == 2 and "--concurrency" in res.output and "stateful" in res.output, res.output
+    assert bench(irnorm.load(STATEFUL.parent.parent / "samples" / "ir" / "group_norm.xml"),
+                 {"x": np.zeros((2, 8, 5, 5), np.float32)}, runs=1).stateful is False

@@ -34,6 +34,7 @@ class BenchResult:
     first_run_ms: float = 0.0  # the first run alone: kernel compilation or cache loading included
     concurrency: int = 1  # runs in flight at once (Python threads calling run)
     profile: list[dict[str, Any]] | None = None  # per layer: mean ms over the timed runs, share, slowest first
+    stateful: bool = False  # the model has variables: every run started from their initial values
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,9 +59,11 @@ def bench(model: Any, feeds: Mapping[str, Any], runs: int | None = None, seconds
     """Time `model.run(feeds)`.  Stops after `runs` runs, or after `seconds` of timed runs (default
     10 runs when neither is given; at least one run), after the first run (timed on its own) and
     `warmup` more untimed runs.  `concurrency` > 1 keeps that many runs in flight from as many
-    threads (latencies are per run; throughput counts them all).  `profile` times every layer of
-    every timed run (a little overhead per layer) and reports the means.  `progress(done, runs or
-    None, elapsed)` is called after every run."""
+    threads (latencies are per run; throughput counts them all).  A stateful model's variables are
+    reset before every run (untimed): each run is one call from the initial values, as the first, rather
+    than one more step of an ever longer sequence; its runs take turns, so `concurrency` must be 1.
+    `profile` times every layer of every timed run (a little overhead per layer) and reports the
+    means.  `progress(done, runs or None, elapsed)` is called after every run."""
     if warmup < 0:
         raise ArgumentError("warmup must be non-negative")
     if runs is not None and runs < 1:
@@ -71,15 +74,22 @@ def bench(model: Any, feeds: Mapping[str, Any], runs: int | None = None, seconds
         raise ArgumentError("concurrency must be at least 1")
     if runs is None and seconds is None:
         runs = 10
+    stateful = bool(getattr(model, "variables", None))
+    if stateful and concurrency > 1:
+        raise ArgumentError("a stateful model's runs take turns (its variables carry over from run to run): "
+                            "concurrency must be 1")
+    reset = model.reset_state if stateful else (lambda: None)
     prev = set_threads(threads) if threads is not None else None
     try:
         import numba
 
         used = numba.get_num_threads()
+        reset()
         t = time.perf_counter()
         model.run(feeds, cast=cast)
         first = time.perf_counter() - t
         for _ in range(max(warmup - 1, 0)):
+            reset()
             model.run(feeds, cast=cast)
         lat: list[float] = []
         layer_sums: dict[tuple[str, str, str, str], float] = {}
@@ -88,6 +98,7 @@ def bench(model: Any, feeds: Mapping[str, Any], runs: int | None = None, seconds
 
         def one() -> bool:
             """One timed run; False once enough have run."""
+            reset()
             a = time.perf_counter()
             res = model.run(feeds, cast=cast, profile=profile)
             b = time.perf_counter()
@@ -126,7 +137,7 @@ def bench(model: Any, feeds: Mapping[str, Any], runs: int | None = None, seconds
         mean_ms=float(ms.mean()), p90_ms=float(np.percentile(ms, 90)), p99_ms=float(np.percentile(ms, 99)),
         max_ms=float(ms.max()), throughput=len(lat) / total if total > 0 else float("inf"), threads=used,
         first_run_ms=first * 1e3, concurrency=concurrency,
-        profile=_mean_profile(layer_sums, len(lat)) if profile else None)
+        profile=_mean_profile(layer_sums, len(lat)) if profile else None, stateful=stateful)
 
 
 def _mean_profile(sums: dict[tuple[str, str, str, str], float], runs: int) -> list[dict[str, Any]]:

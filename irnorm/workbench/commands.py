@@ -285,8 +285,9 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
     try:
         res = bench(m, feeds, runs, seconds, warmup=warmup, threads=threads, cast=cast, progress=progress,
                     profile=profile, concurrency=concurrency)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--threads") from None
+    except ValueError as e:  # the thread count, or --concurrency on a stateful model
+        hint = "--concurrency" if "concurrency" in str(e) else "--threads"
+        raise click.BadParameter(str(e), param_hint=hint) from None
     finally:
         if progress is not None:
             progress.done()
@@ -302,7 +303,8 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
     env = environment()
     click.echo(f"irnorm bench {model}: {res.runs} runs in {res.total_seconds:.3f} s after {res.warmup_runs} warm-up "
                f"run(s), {res.threads} Numba thread(s) ({env['threading_layer']} layer)"
-               + (f", {res.concurrency} in flight" if res.concurrency > 1 else ""))
+               + (f", {res.concurrency} in flight" if res.concurrency > 1 else "")
+               + (", each from the variables' initial values" if res.stateful else ""))
     click.echo(f"load {load_s * 1e3:.1f} ms, first run {res.first_run_ms:.1f} ms (kernel compilation or cache loading)")
     click.echo(line)
     if res.profile is not None:
