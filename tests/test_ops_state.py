@@ -258,3 +258,41 @@ def test_bench_runs_each_call_from_the_initial_values():
     assert res.exit_code == 2 and "--concurrency" in res.output and "stateful" in res.output, res.output
     assert bench(irnorm.load(STATEFUL.parent.parent / "samples" / "ir" / "group_norm.xml"),
                  {"x": np.zeros((2, 8, 5, 5), np.float32)}, runs=1).stateful is False
+
+
+@pytest.mark.parametrize("case", ["add", "matmul", "attention", "convolution"])
+def test_state_that_does_not_fit_is_a_located_error_before_anything_runs(tmp_path, case):
+    """A variable whose shape the file leaves open: every run checks the shape rules with the values it will read
+    (as a dynamic model's runs do with their inputs'), so a state that does not fit the layers it feeds is IRN064 at
+    the layer -- not an exception from inside a kernel -- and the state is left as it was. Here the variable
+    starts empty ([0, 4], no initial value) and grows by two rows a call."""
+    x = o13.parameter([2, 4], np.float32, name="x")
+    var = _variable("s", [-1, 4])
+    read = o6.read_value(var)
+    build = {
+        "add": lambda: o13.add(read, x),
+        "matmul": lambda: o13.matmul(x, read, False, False),  # [2, 4] x [n, 4]: inner dims 4 and n
+        "attention": lambda: o13.scaled_dot_product_attention(*(o13.unsqueeze(t, o13.constant(np.int64(0)))
+                                                               for t in (x, x, read)), causal=False),
+        "convolution": lambda: o13.convolution(o13.reshape(x, o13.constant(np.array([1, 2, 2, 2], np.int64)), False),
+                                               o13.reshape(read, o13.constant(np.array([-1, 2, 1, 1], np.int64)),
+                                                           False), [1, 1], [0, 0], [0, 0], [1, 1]),
+    }[case]
+    y = build()
+    y.set_friendly_name("uses_state")
+    y.output(0).get_tensor().set_names({"y"})
+    assign = o6.assign(o13.concat([read, x], 0), var)
+    m = irnorm.load(save(ov.Model([o13.result(y)], [assign], [x]), tmp_path, case))
+    ones = np.ones((2, 4), np.float32)
+    rows = []
+    for _ in range(3):
+        try:
+            m.run({"x": ones})
+        except irnorm.InputError as e:
+            d = e.diagnostics[0]
+            assert d.code == "IRN064" and d.layer_name == "uses_state", d.format()
+        rows.append(m.state.get("s", np.zeros((0, 4))).shape[0])
+    if case == "convolution":  # [0, 2, 1, 1] weights: no output channels, which runs; then 4 and 8 channels
+        assert rows == [2, 4, 6]
+    else:  # a failed run commits nothing: the state never grows past what fits
+        assert rows == {"add": [0, 0, 0], "matmul": [0, 0, 0], "attention": [0, 0, 0]}[case]

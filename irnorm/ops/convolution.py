@@ -224,9 +224,9 @@ class _ForwardBase(Op):
                 k = wc.shape[3:]
                 if cin_g == 1 and g > 1:
                     return "depthwise", np.ascontiguousarray(wc.reshape((g * cpg,) + k)), k
-                return "gemm", np.ascontiguousarray(wc.reshape(g, cpg, -1)), k
-            cout = wc.shape[0]
-            return "gemm", np.ascontiguousarray(wc.reshape(1, cout, -1)), wc.shape[2:]
+                return "gemm", np.ascontiguousarray(wc.reshape(g, cpg, int(np.prod(wc.shape[2:])))), k
+            cout = wc.shape[0]  # (explicit sizes: -1 cannot be inferred when there are no output channels)
+            return "gemm", np.ascontiguousarray(wc.reshape(1, cout, int(np.prod(wc.shape[1:])))), wc.shape[2:]
 
         wconst = ctx.inputs[1].value
         ready = prepare(np.asarray(wconst)) if wconst is not None else None

@@ -184,8 +184,14 @@ class _Binary(Op):
             a, b = ins
             key = (a.shape, b.shape, a.dtype)
             ufunc = small.get(key)
-            if ufunc is None:
-                ufunc = False
+            if ufunc is None:  # shapes not seen yet: checked once here (the shape rules may not have known them:
+                ufunc = False  # a ReadValue's or a NonZero's dims)
+                if not none:
+                    try:
+                        np.broadcast_shapes(a.shape, b.shape)
+                    except ValueError:
+                        raise runtime_error(layer, f"shapes {list(a.shape)} and {list(b.shape)} do not broadcast "
+                                                   "(numpy rule)") from None
                 if (not none or a.shape == b.shape) and (a.ndim or b.ndim):  # two 0-d: numpy gives a scalar
                     ufunc = kern.small_ufunc(code, a.shape, b.shape, a.dtype) or False
                 if len(small) < 64:

@@ -55,6 +55,14 @@ class _ReadValue(Op):
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         shape, dtype = _declared(ctx)
+        if ctx.variables is not None:  # a run's shape check: the value this call will read, exactly
+            value = ctx.variables.read(ctx.attrs["variable_id"])
+            if value is not None:
+                return [TensorInfo(tuple(value.shape), dtype or ctx.inputs[0].dtype)]
+            if ctx.inputs:  # the initial value, as the rules computed it at this call
+                return [TensorInfo(ctx.inputs[0].shape, ctx.inputs[0].dtype)]
+            if shape is not None:
+                return [TensorInfo(tuple(max(d, 0) for d in shape), dtype)]
         if ctx.inputs:
             init = ctx.inputs[0]
             if dtype is not None and init.dtype != dtype:

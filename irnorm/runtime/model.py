@@ -73,6 +73,11 @@ class Model:
         # a stateful model's variables (ReadValue / Assign): kept between runs, its runs one at a time
         self._variables = VariableStore()
         self._stateful = any(n.op_type in ("ReadValue", "Assign") for n in graph.nodes)
+        # variables whose shape the file leaves open (a key/value cache): every run checks the shape rules with
+        # the values it will read, as a dynamic model's runs do with their inputs'
+        self._checks_shapes = self._binder.dynamic or any(
+            n.op_type == "ReadValue" and (not n.outputs or n.outputs[0] is None or n.outputs[0].shape is None
+                                          or -1 in n.outputs[0].shape) for n in graph.nodes)
         self._plan = make_plan(graph, sources, fuse, _body_loader(fuse, lambda: self.max_memory), self._variables)
         self._unfused: Plan | None = None if fuse else self._plan
         params = set(graph.parameters)
@@ -137,6 +142,8 @@ class Model:
         in Python: 1.5 ms of a 2.9 ms BERT-sized run).  The returned dict is shared: read it only."""
         plan = plan or self._plan
         key = (plan is self._plan,) + tuple(a.shape for a in arrays)
+        if self._stateful:  # the variables' shapes too (runs hold the store's lock here)
+            key += tuple(sorted(self._variables.shapes().items()))
         hit = self._shapes_seen.get(key)
         if hit is not None:
             infos, peak = hit
@@ -144,7 +151,7 @@ class Model:
                 plan.peak_bytes(infos, self.max_memory)
             self._peak = peak
             return infos
-        infos = plan.reinfer(arrays)
+        infos = plan.reinfer(arrays, self._variables if self._stateful else None)
         peak = plan.peak_bytes(infos, self.max_memory)
         self._peak = peak
         if len(self._shapes_seen) >= SHAPES_KEPT:
@@ -153,8 +160,9 @@ class Model:
         self._shapes_seen[key] = (infos, peak)
         if plan.shape_roots:
             # the shape steps' values may be replayed at these shapes when every shape they read is known from
-            # the input shapes alone (not a NonZero's output, whose shape the rules leave -1)
-            plan.replay_ok[key[1:]] = all(
+            # the input shapes alone (not a NonZero's output, whose shape the rules leave -1; never in a stateful
+            # model: the replay is looked up by the input shapes, and the variables' may have changed)
+            plan.replay_ok[key[1:]] = not self._stateful and all(
                 infos[v].shape is not None and all(d >= 0 for d in infos[v].shape) for v in plan.shape_roots)
         return infos
 
@@ -172,16 +180,23 @@ class Model:
         ``profile=True`` times every layer's kernel.  With either, the result is a
         :class:`RunResult` (still the same dict) carrying ``.captures`` / ``.profile``.
         ``on_layer(node, outputs, seconds)`` is called as each layer is produced (see LayerHook)."""
+        if self._stateful:  # one run at a time: its shape check and its reads see the state it will run with
+            with self._variables.lock:
+                return self._run(inputs, cast, out, capture, profile, on_layer)
+        return self._run(inputs, cast, out, capture, profile, on_layer)
+
+    def _run(self, inputs: Any, cast: bool, out: Any, capture: Any, profile: bool, on_layer: LayerHook | None
+             ) -> dict[str, np.ndarray]:
         if (capture is None or capture is False) and not profile and on_layer is None and out is None:
             arrays = self._binder.bind(inputs, cast)
-            if self._binder.dynamic:
+            if self._checks_shapes:
                 self._check_shapes(arrays)
             return self._execute(arrays, None)
         cap_nodes = None if capture is None or capture is False else self.find_layers(capture)
         # watching every layer needs every layer: those runs take the unfused plan
         plan = self._debug_plan() if cap_nodes is not None or on_layer is not None else self._plan
         arrays = self._binder.bind(inputs, cast)
-        infos = self._check_shapes(arrays, plan) if self._binder.dynamic else None
+        infos = self._check_shapes(arrays, plan) if self._checks_shapes else None
         dest = None if out is None else bind_out(self.outputs, self._plan.outputs, out, infos, self.path)
         captures: list[LayerOutput] = []
         times: list[LayerTime] = []

@@ -131,9 +131,10 @@ class Plan:
         """Every step's output infos as checked at load time (concrete on a static model)."""
         return {(st.node.index, k): o for st in self.steps for k, o in enumerate(st.node.outputs)}
 
-    def reinfer(self, arrays: Sequence[np.ndarray]) -> dict[Value, TensorInfo]:
+    def reinfer(self, arrays: Sequence[np.ndarray], variables: Any = None) -> dict[Value, TensorInfo]:
         """Dynamic models: every shape rule again, with the inputs' concrete shapes (IRN064 when they
-        do not fit together).  Returns every value's concrete TensorInfo."""
+        do not fit together) and, for a stateful model, its variables' (`variables`: the Model's
+        VariableStore, whose values a ReadValue's rule reads).  Returns every value's TensorInfo."""
         g = self.graph
         infos: dict[Value, TensorInfo] = {}
         for pi, arr in zip(g.parameters, arrays, strict=True):
@@ -142,11 +143,12 @@ class Plan:
             infos[key] = TensorInfo(tuple(v.shape), g.nodes[key[0]].outputs[key[1]].dtype, v)
         for st in self.steps:
             for node in st.nodes:  # a fused step: through every layer it covers, as unfused
-                self._infer(node, [infos[tuple(s)] for s in node.sources], infos)
+                self._infer(node, [infos[tuple(s)] for s in node.sources], infos, variables)
         return infos
 
-    def _infer(self, node: Node, ins: list[TensorInfo], infos: dict[Value, TensorInfo]) -> None:
-        ctx = NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs))
+    def _infer(self, node: Node, ins: list[TensorInfo], infos: dict[Value, TensorInfo], variables: Any = None
+               ) -> None:
+        ctx = NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs), variables=variables)
         try:
             outs = node.op.infer(ctx)
         except RuleError as e:

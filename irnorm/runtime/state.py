@@ -18,7 +18,7 @@ class VariableStore:
         self.names: list[str] = []  # declared variable ids, in the order their ReadValues were built
         self._values: dict[str, np.ndarray] = {}
         self._staged: dict[str, np.ndarray] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # Model.run holds it for a whole run, _execute and state again inside
 
     def declare(self, name: str) -> None:
         if name not in self.names:
@@ -41,6 +41,10 @@ class VariableStore:
     def reset(self) -> None:
         self._values.clear()
         self._staged.clear()
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """{variable id: shape} of the committed values."""
+        return {k: v.shape for k, v in self._values.items()}
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """{variable id: a copy of its committed value} for the variables assigned so far."""
