@@ -296,3 +296,26 @@ def test_state_that_does_not_fit_is_a_located_error_before_anything_runs(tmp_pat
         assert rows == [2, 4, 6]
     else:  # a failed run commits nothing: the state never grows past what fits
         assert rows == {"add": [0, 0, 0], "matmul": [0, 0, 0], "attention": [0, 0, 0]}[case]
+
+
+def test_a_decode_loop_rechecks_only_the_layers_the_variables_reach(monkeypatch):
+    """Calls at input shapes seen before but with a longer cache re-run the shape rules of the layers the
+    variables reach only (the others' results do not depend on the state); the outputs are OpenVINO's, and a cache
+    that does not fit new inputs is still IRN064 at the layer."""
+    m = irnorm.load(STATEFUL / "decoder_block.xml")
+    reached = m._reached
+    assert 0 < len(reached) < len(m.graph.nodes)
+    assert all(n.index in reached for n in m.graph.nodes if n.op_type in ("ReadValue", "Assign"))
+    assert not any(n.index in reached for n in m.graph.nodes if n.op_type == "Parameter")
+    calls = []
+    real = m._plan.reinfer_reached
+    monkeypatch.setattr(m._plan, "reinfer_reached", lambda *a: calls.append(1) or real(*a))
+    feeds = {"x": np.ones((1, 1, 32), np.float32), "beam_idx": np.zeros(1, np.int32)}
+    outs = [m.run(feeds)["y"] for _ in range(4)]
+    assert len(calls) == 3  # the first call at these input shapes ran every rule
+    req = ov.Core().compile_model(str(STATEFUL / "decoder_block.xml"), "CPU", CONFIG).create_infer_request()
+    for y in outs:
+        np.testing.assert_allclose(y, req.infer(feeds)["y"], rtol=1e-5, atol=1e-5)
+    with pytest.raises(irnorm.InputError) as e:  # new input shapes, a cache of batch 1 against x's 2: at the Concat
+        m.run({"x": np.ones((2, 1, 32), np.float32), "beam_idx": np.zeros(1, np.int32)})
+    assert e.value.diagnostics[0].code == "IRN064" and e.value.diagnostics[0].layer_type == "Concat"

@@ -146,6 +146,18 @@ class Plan:
                 self._infer(node, [infos[tuple(s)] for s in node.sources], infos, variables)
         return infos
 
+    def reinfer_reached(self, base: dict[Value, TensorInfo], variables: Any, reached: frozenset[int]
+                        ) -> dict[Value, TensorInfo]:
+        """reinfer() for a stateful model whose inputs' shapes have been seen with another state: `base`, the
+        infos of that call, with the rules run again only for the layers in `reached` (those the variables
+        reach: the others' infos do not depend on the state)."""
+        infos = dict(base)
+        for st in self.steps:
+            for node in st.nodes:
+                if node.index in reached:
+                    self._infer(node, [infos[tuple(s)] for s in node.sources], infos, variables)
+        return infos
+
     def _infer(self, node: Node, ins: list[TensorInfo], infos: dict[Value, TensorInfo], variables: Any = None
                ) -> None:
         ctx = NodeContext(node.layer, node.attrs, ins, len(node.layer.outputs), variables=variables)
