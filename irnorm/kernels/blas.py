@@ -266,13 +266,29 @@ def _blocks_on_numba(gemm: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray,
     return True
 
 
+def _micro_on_numba(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """out = a @ b as one call of irnorm's float32 kernels (blas_blocks.micro_product) on the calling thread,
+    when all three are float32 and laid out for it; False (nothing done) otherwise."""
+    if a.dtype != np.float32 or b.dtype != np.float32 or 0 in out.shape:
+        return False
+    batch = out.shape[:-2]
+    a3, b3, o3 = _as_batches(a, batch), _as_batches(b, batch), _as_batches(out, batch)
+    if a3 is None or b3 is None or o3 is None or o3.shape[0] != math.prod(batch) or o3.strides[0] < 0:
+        return False
+    from .blas_blocks import micro_product
+
+    micro_product(a3, b3, o3)
+    return True
+
+
 def product(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: tuple[tuple[int, int], ...] | None) -> None:
     """out = a @ b (np.matmul's broadcasting), by the column `blocks` of column_blocks (None: one call).
     The blocks run on as many threads as the calling thread's kernels may use (numba.get_num_threads:
     one in a Dask task), the calling thread included; each block is the same BLAS call either way, and
     which of the two ways below runs depends on the operands' types and layout alone."""
     if blocks is None:
-        np.matmul(a, b, out=out)
+        if not (out.dtype == np.float32 and _micro_on_numba(a, b, out)):
+            np.matmul(a, b, out=out)
         return
     ctl = _state["ctl"]
     gemm = None if ctl is None or a.dtype != out.dtype or b.dtype != out.dtype else ctl.gemm.get(out.dtype)

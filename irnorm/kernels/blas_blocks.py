@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
+from . import microgemm
 from .jit import njit, prange, types
 
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER / CBLAS_TRANSPOSE
@@ -53,6 +54,26 @@ def call_gemm(typingctx, address, blas_int, order, trans_a, trans_b, m, n, k, al
     return sig, codegen
 
 
+def gemm_nn(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):  # pragma: no cover - compiled
+    """C [m, n] = A [m, k] @ B [k, n], row-major, all given as addresses with row strides in elements: float32
+    by irnorm's register-blocked kernels (kernels/microgemm.py: 1.6-2x numpy's OpenBLAS on the products
+    networks have), float64 by cblas_dgemm.  Called from compiled kernels only (the overload below)."""
+    raise NotImplementedError
+
+
+@overload(gemm_nn, jit_options={"cache": True})
+def _gemm_nn(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):  # pragma: no cover - compiled
+    if isinstance(one, types.Float) and one.bitwidth == 32:
+        def micro(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):
+            microgemm.gemm(np.int64(m), np.int64(n), np.int64(k), np.int64(a), np.int64(lda), np.int64(b),
+                           np.int64(ldb), np.int64(c), np.int64(ldc), np.int64(0), np.int64(n))
+        return micro
+
+    def blas(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, one, a, lda, b, ldb, zero, c, ldc)
+    return blas
+
+
 def block_bounds(blocks: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([lo for lo, _ in blocks], np.int64), np.array([hi for _, hi in blocks], np.int64))
 
@@ -73,4 +94,18 @@ def blocked_gemm(gemm_at, blas_int, a, b, out, starts, ends, one, zero):  # prag
         pa = a.ctypes.data + (0 if a.shape[0] == 1 else bi) * a.strides[0]
         pb = b.ctypes.data + (0 if b.shape[0] == 1 else bi) * b.strides[0] + lo * item
         po = out.ctypes.data + bi * out.strides[0] + lo * item
-        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, m, hi - lo, k, one, pa, lda, pb, ldb, zero, po, ldc)
+        gemm_nn(gemm_at, blas_int, m, hi - lo, k, one, pa, lda, pb, ldb, zero, po, ldc)
+
+
+@njit(nogil=True, cache=True)
+def micro_product(a, b, out):  # pragma: no cover - compiled
+    """out[i] = a[i or 0] @ b[i or 0] in float32 by gemm_nn's kernels on the calling thread, for every batch
+    item i: a [Ba, M, K], b [Bb, K, N], out [B, M, N] with Ba and Bb 1 or B, rows of unit stride."""
+    m, k, n = a.shape[1], a.shape[2], b.shape[2]
+    lda, ldb, ldc = a.strides[1] // 4, b.strides[1] // 4, out.strides[1] // 4
+    for bi in range(out.shape[0]):
+        pa = a.ctypes.data + (0 if a.shape[0] == 1 else bi) * a.strides[0]
+        pb = b.ctypes.data + (0 if b.shape[0] == 1 else bi) * b.strides[0]
+        microgemm.gemm(np.int64(m), np.int64(n), np.int64(k), np.int64(pa), np.int64(lda), np.int64(pb),
+                       np.int64(ldb), np.int64(out.ctypes.data + bi * out.strides[0]), np.int64(ldc), np.int64(0),
+                       np.int64(n))

@@ -44,7 +44,7 @@ from .activation import (
     bias_residual_plan,
     residual_rows,
 )
-from .blas_blocks import NO_TRANS, ROW_MAJOR, call_gemm
+from .blas_blocks import gemm_nn
 from .halfprec import cast_like
 from .jit import c_array, entry, njit, prange
 from .linear import dot_lanes
@@ -756,8 +756,8 @@ def gemm_epilogue(gemm_at, blas_int, x, mode, index, unfold_args, w, out, res, b
         if dots:  # a narrow product (the plan's choice: DOT_MAX_COLS)
             _dot_columns(w, src[b * ck * p:(b + 1) * ck * p].reshape((ck, p)), out[b])
         else:
-            call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, cout, p, ck, one, w.ctypes.data, ck,
-                      src.ctypes.data + b * ck * p * item, p, zero, out.ctypes.data + b * cout * p * item, p)
+            gemm_nn(gemm_at, blas_int, cout, p, ck, one, w.ctypes.data, ck, src.ctypes.data + b * ck * p * item, p,
+                    zero, out.ctypes.data + b * cout * p * item, p)
     epilogue_rows(out.reshape((n_count * cout, p)), res, bias, cout, code, p0, p1, k)
 
 
@@ -904,8 +904,9 @@ def squeeze_excite_plan(shape: tuple[int, ...], dtype: np.dtype, w1: np.ndarray,
 
 
 def _product_narrow(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
-    """out = w @ col (BLAS) for a product too small ever to get more BLAS threads."""
-    np.matmul(w, col, out=out)
+    """out = w @ col on the calling thread, for a product too small ever to get more threads (float32 by
+    irnorm's kernels, blas.product)."""
+    blas.product(w, col, out, None)
 
 
 def _product(w: np.ndarray, col: np.ndarray, out: np.ndarray) -> None:
@@ -1134,8 +1135,8 @@ def banded_conv(gemm_at, blas_int, xp, w, out, c_in, hp, wp, kh, kw, sh, sw, dh,
                                 for ox in range(ow):
                                     col[np.uintp(d0 + ox)] = xs[np.uintp(src + ox)]
                             d0 += ow
-            call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, cout, cols, ck, one, w.ctypes.data, ck,
-                      col.ctypes.data, cols, zero, out.ctypes.data + (n * cout * plane + oy0 * ow) * item, plane)
+            gemm_nn(gemm_at, blas_int, cout, cols, ck, one, w.ctypes.data, ck, col.ctypes.data, cols, zero,
+                    out.ctypes.data + (n * cout * plane + oy0 * ow) * item, plane)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import PARALLEL_MIN, blas
 from .activation import _ACT_CHUNK, _K32, _K64, Epilogue, _add_activate, _bias_act_cols, _bias_act_short_rows
-from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm
+from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm, gemm_nn
 from .jit import c_array, entry, njit, prange
 
 # Products with at most this many output elements take the one call (above, the epilogue runs on the pool).
@@ -110,8 +110,12 @@ def linear(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, 
     activation): (out + bias[n]) + res, the two Add layers' operations in their order."""
     rows, depth = a.shape
     n = out.shape[1]
-    call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS if trans_b else NO_TRANS, rows, n, depth, one,
-              a.ctypes.data, depth, b.ctypes.data, ldb, zero, out.ctypes.data, n)
+    if trans_b:
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, rows, n, depth, one, a.ctypes.data, depth,
+                  b.ctypes.data, ldb, zero, out.ctypes.data, n)
+    else:
+        gemm_nn(gemm_at, blas_int, rows, n, depth, one, a.ctypes.data, depth, b.ctypes.data, ldb, zero,
+                out.ctypes.data, n)
     if res.shape[0] > 0:
         has_bias = bias.shape[0] > 0
         for r in range(rows):

@@ -1,0 +1,215 @@
+"""float32 products of irnorm's small and mid-sized GEMMs in register-blocked vector code of its own.
+
+Why not OpenBLAS for these: its sgemm packs both operands into its own panels on every call, which for the
+products real exports have at their sizes (ViT's [65, 64] x [64, 192], a stem's [64, 147] x [147, 1024], a
+3x3 convolution's [64, 576] x [576, 256]) costs as much as the arithmetic, and its kernels are chosen by
+OpenBLAS at load time (``OPENBLAS_CORETYPE``) rather than by the CPU the products run on.  Measured on one
+thread of an AVX-512 EPYC (Zen 5) with OpenBLAS 0.3.31 running its Haswell kernels: those three products
+13.3 -> 6.1 us, 152 -> 76 us, 148 -> 69 us (55-60 GMAC/s -> 120-130).
+
+The micro-kernel (``_tile_kernel``) is LLVM vector IR written through a Numba intrinsic: MR rows of C as
+MR x NR/W vector accumulators held in registers for the whole depth, each step one load of NR columns of B
+and MR broadcasts of A -- the register blocking Numba's loops do not get from LLVM (a loop nest keeps the
+accumulators in memory: ~45 GMAC/s).  MR x NR follows the vector registers: 12 x 32 with AVX-512 (24 of
+its 32 zmm registers), 6 x 16 with AVX2 (12 of 16 ymm, the shape of BLIS's and OpenBLAS's Haswell kernels).
+
+Each element of C is one chain of fused multiply-adds over k in order (k = 0, 1, ...), whatever the blocks:
+the bits do not depend on how a product is cut into column blocks or threads.  The driver (``gemm``) packs
+reads B's rows in place (packing them into a contiguous panel measured slower: [64, 147] x [147, 1024] 78 -> 99
+us), zero-pads only a last panel narrower than NR into a scratch panel, cuts the rows into ceil(M / MR) blocks
+of nearly equal height (one kernel per height), and cuts K into blocks of KC (the first block stores, the
+next ones add to C).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .jit import njit, types
+
+
+def _host_has_avx512() -> bool:
+    try:
+        import llvmlite.binding as ll
+
+        return bool(ll.get_host_cpu_features().get("avx512f", False))
+    except Exception:  # noqa: BLE001 - unknown host: the AVX2 shape is safe everywhere
+        return False
+
+
+AVX512 = _host_has_avx512()
+MR, NR = (12, 32) if AVX512 else (6, 16)
+# Depth per block: a [KC, NR] panel of B (48 KiB with NR = 32) stays in L2 beside MR rows of A.
+KC = 384
+
+
+def _tile_kernel(mr: int, nr: int, accumulate: bool):
+    """C[0:mr, 0:nr] (=, or += with `accumulate`) A[0:mr, 0:k] @ B[0:k, 0:nr] with A, B, C given as
+    addresses of float32 data and their row strides in elements (B's rows hold nr contiguous values)."""
+
+    @intrinsic
+    def tile(typingctx, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
+        sig = types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            a_at, lda_, b_at, ldb_, c_at, ldc_, depth = args
+            f32 = ir.FloatType()
+            vt = ir.VectorType(f32, nr)
+            fptr = f32.as_pointer()
+            i32 = ir.IntType(32)
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]),
+                                                 f"llvm.fma.v{nr}f32")
+            a_p = builder.inttoptr(a_at, fptr)
+            b_p = builder.inttoptr(b_at, fptr)
+            c_p = builder.inttoptr(c_at, fptr)
+            accs = [cgutils.alloca_once(builder, vt) for _ in range(mr)]
+            for acc in accs:
+                builder.store(ir.Constant(vt, [0.0] * nr), acc)
+            splat = ir.Constant(ir.VectorType(i32, nr), [0] * nr)
+            undef = ir.Constant(vt, ir.Undefined)
+            rows = [builder.gep(a_p, [builder.mul(ir.Constant(lda_.type, i), lda_)]) for i in range(mr)]
+            with cgutils.for_range(builder, depth) as loop:
+                kk = loop.index
+                bv = builder.load(builder.bitcast(builder.gep(b_p, [builder.mul(kk, ldb_)]), vt.as_pointer()),
+                                  align=4)
+                for i in range(mr):
+                    av = builder.load(builder.gep(rows[i], [kk]))
+                    bc = builder.shuffle_vector(builder.insert_element(undef, av, ir.Constant(i32, 0)), undef,
+                                                splat)
+                    builder.store(builder.call(fma, [bc, bv, builder.load(accs[i])]), accs[i])
+            for i in range(mr):
+                cp = builder.bitcast(builder.gep(c_p, [builder.mul(ir.Constant(ldc_.type, i), ldc_)]),
+                                     vt.as_pointer())
+                v = builder.load(accs[i])
+                if accumulate:
+                    v = builder.fadd(builder.load(cp, align=4), v)
+                builder.store(v, cp, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return tile
+
+
+# one kernel per row count 1..MR (the last rows of a product take the one for their count: no padding)
+_TILES_SET = tuple(_tile_kernel(r, NR, False) for r in range(1, MR + 1))
+_TILES_ADD = tuple(_tile_kernel(r, NR, True) for r in range(1, MR + 1))
+
+
+def _make_rows_dispatch():
+    """_rows_tile(rows, first, ...): the tile kernel for `rows` rows, by an if-chain Numba compiles
+    (a tuple of intrinsics cannot be indexed at run time)."""
+    lines = ["def _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k):"]
+    for r in range(1, MR + 1):
+        lines.append(f"    {'if' if r == 1 else 'elif'} rows == {r}:")
+        lines.append(f"        if first:\n            _S{r}(a, lda, b, ldb, c, ldc, k)")
+        lines.append(f"        else:\n            _A{r}(a, lda, b, ldb, c, ldc, k)")
+    scope = {f"_S{r}": _TILES_SET[r - 1] for r in range(1, MR + 1)}
+    scope.update({f"_A{r}": _TILES_ADD[r - 1] for r in range(1, MR + 1)})
+    exec("\n".join(lines), scope)  # noqa: S102 - generated from the constants above only
+    # inlined into gemm (cached with it): a function made by exec has no file for Numba's cache
+    return njit(nogil=True, inline="always")(scope["_rows_tile"])
+
+
+_rows_tile = _make_rows_dispatch()
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1):  # pragma: no cover - compiled
+    """C[:, j0:j1] = A @ B[:, j0:j1] for row-major float32 A [m, k], B [k, n], C [m, n] given as addresses
+    with row strides lda, ldb, ldc (elements).  Columns j0..j1-1 only, so callers can share a product's
+    columns out over threads; a column's values do not depend on the cut."""
+    if m <= 0 or j1 <= j0:
+        return
+    if k <= 0:
+        for i in range(m):
+            _zero(c + 4 * (i * ldc + j0), j1 - j0)
+        return
+    kc = min(k, KC)
+    panel = np.empty(kc * NR, np.float32)
+    pan = panel.ctypes.data
+    tail_c = np.empty(MR * NR, np.float32)
+    tc = tail_c.ctypes.data
+    # the rows in ceil(m / MR) blocks of (nearly) equal height: 64 rows as 11+11+11+11+10+10, not
+    # 5 x 12 + 4 (a 4-row tile costs about what a full one does)
+    blocks = -(-m // MR)
+    for jb in range(j0, j1, NR):
+        width = min(NR, j1 - jb)
+        for k0 in range(0, k, kc):
+            depth = min(kc, k - k0)
+            first = k0 == 0
+            if width == NR:
+                bp = b + 4 * (k0 * ldb + jb)  # B's rows read in place (packing them measured slower)
+                for blk in range(blocks):
+                    i0 = blk * m // blocks
+                    _rows_tile((blk + 1) * m // blocks - i0, first, a + 4 * (i0 * lda + k0), lda, bp, ldb,
+                               c + 4 * (i0 * ldc + jb), ldc, depth)
+            else:  # a part panel: B's columns zero-padded, each tile into scratch, its first `width` columns out
+                _pack(panel, b + 4 * (k0 * ldb + jb), ldb, depth, width)
+                for blk in range(blocks):
+                    i0 = blk * m // blocks
+                    rows = (blk + 1) * m // blocks - i0
+                    if not first:
+                        _gather(tail_c, c + 4 * (i0 * ldc + jb), ldc, rows, width)
+                    _rows_tile(rows, first, a + 4 * (i0 * lda + k0), lda, pan, NR, tc, NR, depth)
+                    _scatter(tail_c, c + 4 * (i0 * ldc + jb), ldc, rows, width)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _view(address, count):  # pragma: no cover - compiled
+    return _carray(address, count)
+
+
+@intrinsic
+def _carray(typingctx, address, count):  # pragma: no cover - compiled
+    """A 1-d float32 array over `count` elements at `address` (memory the caller owns)."""
+    arr_t = types.Array(types.float32, 1, "C")
+    sig = arr_t(types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        at, cnt = args
+        ary = context.make_array(arr_t)(context, builder)
+        ptr = builder.inttoptr(at, context.get_value_type(types.float32).as_pointer())
+        itemsize = context.get_constant(types.intp, 4)
+        context.populate_array(ary, data=ptr, shape=[cnt], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _zero(address, count):  # pragma: no cover - compiled
+    v = _view(address, count)
+    for j in range(count):
+        v[j] = 0.0
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _pack(panel, b, ldb, depth, width):  # pragma: no cover - compiled
+    """B's rows [depth, width] at address b into panel [depth, NR], zero beyond `width`."""
+    for kk in range(depth):
+        src = _view(b + 4 * kk * ldb, width)
+        base = kk * NR
+        for j in range(width):
+            panel[base + j] = src[j]
+        for j in range(width, NR):
+            panel[base + j] = 0.0
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _scatter(tile, c, ldc, rows, width):  # pragma: no cover - compiled
+    for i in range(rows):
+        dst = _view(c + 4 * i * ldc, width)
+        for j in range(width):
+            dst[j] = tile[i * NR + j]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _gather(tile, c, ldc, rows, width):  # pragma: no cover - compiled
+    for i in range(rows):
+        src = _view(c + 4 * i * ldc, width)
+        for j in range(width):
+            tile[i * NR + j] = src[j]
