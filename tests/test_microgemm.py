@@ -116,3 +116,32 @@ def test_batched_product_through_blas_product():
     out64 = np.empty((3, 17, 50))
     blas.product(a64, b64, out64, None)
     np.testing.assert_array_equal(out64, np.matmul(a64, b64))
+
+
+def test_the_avx2_driver_in_a_process_compiling_for_haswell():
+    """The whole driver with the AVX2 tiles (6 x 16, half panels of 8), compiled for a Haswell CPU
+    (NUMBA_CPU_NAME: no AVX-512 instruction in the code) in a process of its own: the shape an AVX2-only
+    machine runs, checked on any x86-64 with AVX2."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np
+from irnorm.kernels import microgemm
+assert (microgemm.MR, microgemm.NR, microgemm.NH) == (6, 16, 8), (microgemm.MR, microgemm.NR)
+rng = np.random.default_rng(5)
+for m, n, k in [(1, 1, 1), (6, 16, 3), (7, 25, 400), (65, 192, 64), (13, 9, 800), (64, 40, 147)]:
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    microgemm.gemm(m, n, k, a.ctypes.data, k, b.ctypes.data, n, c.ctypes.data, n, 0, n)
+    ref = a.astype(np.float64) @ b
+    bound = (np.abs(a).astype(np.float64) @ np.abs(b)) * (k + 1) * 2.0 ** -23
+    assert np.all(np.abs(c - ref) <= bound), (m, n, k)
+print("ok")
+"""
+    import os
+
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -1076,6 +1076,19 @@ DIRECT_MIN_TAPS = 32
 # 38x38 a tie, and with 64 channels the GEMM won on small planes).
 DIRECT_MIN_TAPS_DENSE = 16
 DIRECT_FEW_TAPS_PIXELS = 4096
+# Since products run on irnorm's own float32 kernels (kernels/microgemm.py, about twice OpenBLAS's Haswell
+# kernels on these shapes) the unfold + GEMM wins on larger planes (AVX-512 EPYC, 2 threads, direct against
+# unfold + GEMM, 3x3: [1, 16, 75, 75] -> 16 259 / 173 us, [1, 8, 150, 150] -> 16 496 / 330, [1, 32, 32, 32]
+# -> 16 76 / 67, [1, 3, 224, 224] -> 16 421 / 275, [1, 3, 64, 64] -> 32 85 / 45, [1, 3, 300, 300] -> 8
+# 376 / 316), the direct kernel on small ones and with few output channels ([1, 64, 16, 16] -> 8 24 / 35,
+# [1, 64, 24, 24] -> 8 49 / 76, [1, 8, 32, 32] -> 8 10 / 16, [1, 16, 20, 20] -> 16 18 / 27, [1, 16, 8, 8]
+# -> 16 a tie; but [1, 64, 16, 16] -> 16 49 / 28, a deep filter): with more than DIRECT_MAX_COUT // 2 output
+# channels a filter of DIRECT_MIN_TAPS to DIRECT_MAX_TAPS taps takes it only below DIRECT_MAX_PIXELS output
+# pixels.  Filters of fewer taps (an image's first layer)
+# keep the rule above: there the GEMM also won here ([1, 3, 224, 224] -> 16 421 / 275 us, [1, 3, 64, 64] ->
+# 32 85 / 45), but the rule was set on an AVX2 machine where the unfold + GEMM lost by 3-4x, not re-measured.
+DIRECT_MAX_PIXELS = 1024
+DIRECT_MAX_TAPS = 512
 
 
 # A dense stride-1 2-D convolution too large for the one-call small path and not taken by the direct kernel
@@ -1189,7 +1202,10 @@ def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:
     values per output, `g` groups, filter rows of `kw` taps and `p_out` output pixels takes the direct
     kernel rather than unfold + GEMM (the measurements above)."""
     if taps >= DIRECT_MIN_TAPS:
-        return cpg <= DIRECT_MAX_COUT and (g == 1 or kw == 3)
+        if g != 1:
+            return cpg <= DIRECT_MAX_COUT and kw == 3
+        return cpg <= DIRECT_MAX_COUT // 2 or (cpg <= DIRECT_MAX_COUT and p_out < DIRECT_MAX_PIXELS
+                                                and taps < DIRECT_MAX_TAPS)
     if g != 1 or (kw != 3 and taps < DIRECT_MIN_TAPS_DENSE):
         return False
     return cpg <= DIRECT_MAX_COUT or (cpg <= 2 * DIRECT_MAX_COUT and p_out >= DIRECT_FEW_TAPS_PIXELS)

@@ -16,7 +16,8 @@ its 32 zmm registers), 6 x 16 with AVX2 (12 of 16 ymm, the shape of BLIS's and O
 Each element of C is one chain of fused multiply-adds over k in order (k = 0, 1, ...), whatever the blocks:
 the bits do not depend on how a product is cut into column blocks or threads.  The driver (``gemm``) packs
 reads B's rows in place (packing them into a contiguous panel measured slower: [64, 147] x [147, 1024] 78 -> 99
-us), zero-pads only a last panel narrower than NR into a scratch panel, cuts the rows into ceil(M / MR) blocks
+us), takes a last panel of NR / 2 columns with kernels of that width and zero-pads only a narrower rest into a
+scratch panel, cuts the rows into ceil(M / MR) blocks
 of nearly equal height (one kernel per height), and cuts K into blocks of KC (the first block stores, the
 next ones add to C).
 """
@@ -31,7 +32,13 @@ from numba.extending import intrinsic
 from .jit import njit, types
 
 
-def _host_has_avx512() -> bool:
+def _target_has_avx512() -> bool:
+    """Whether the code Numba generates may use AVX-512: the host's features, or those of the CPU Numba
+    is told to compile for (NUMBA_CPU_NAME / NUMBA_CPU_FEATURES, e.g. a generic cache for many machines)."""
+    import numba
+
+    if numba.config.CPU_NAME:
+        return "+avx512f" in (numba.config.CPU_FEATURES or "")
     try:
         import llvmlite.binding as ll
 
@@ -40,7 +47,7 @@ def _host_has_avx512() -> bool:
         return False
 
 
-AVX512 = _host_has_avx512()
+AVX512 = _target_has_avx512()
 MR, NR = (12, 32) if AVX512 else (6, 16)
 # Depth per block: a [KC, NR] panel of B (48 KiB with NR = 32) stays in L2 beside MR rows of A.
 KC = 384
@@ -94,27 +101,37 @@ def _tile_kernel(mr: int, nr: int, accumulate: bool):
     return tile
 
 
-# one kernel per row count 1..MR (the last rows of a product take the one for their count: no padding)
-_TILES_SET = tuple(_tile_kernel(r, NR, False) for r in range(1, MR + 1))
-_TILES_ADD = tuple(_tile_kernel(r, NR, True) for r in range(1, MR + 1))
+# Half-width panels (16 columns with AVX-512, 8 with AVX2) have kernels of their own: an attention head's
+# 16 values, a 4x4 map's 16 pixels; a narrower rest is zero-padded into a panel of that width.
+NH = NR // 2
 
 
-def _make_rows_dispatch():
-    """_rows_tile(rows, first, ...): the tile kernel for `rows` rows, by an if-chain Numba compiles
-    (a tuple of intrinsics cannot be indexed at run time)."""
+def _make_rows_dispatch(width: int):
+    """_rows_tile(rows, first, ...) for panels `width` columns wide: the tile kernel for `rows` rows (1..MR:
+    the last rows of a product take the one for their count, no padding), by an if-chain Numba compiles (a
+    tuple of intrinsics cannot be indexed at run time)."""
     lines = ["def _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k):"]
+    scope = {}
     for r in range(1, MR + 1):
+        scope[f"_S{r}"], scope[f"_A{r}"] = _tile_kernel(r, width, False), _tile_kernel(r, width, True)
         lines.append(f"    {'if' if r == 1 else 'elif'} rows == {r}:")
         lines.append(f"        if first:\n            _S{r}(a, lda, b, ldb, c, ldc, k)")
         lines.append(f"        else:\n            _A{r}(a, lda, b, ldb, c, ldc, k)")
-    scope = {f"_S{r}": _TILES_SET[r - 1] for r in range(1, MR + 1)}
-    scope.update({f"_A{r}": _TILES_ADD[r - 1] for r in range(1, MR + 1)})
     exec("\n".join(lines), scope)  # noqa: S102 - generated from the constants above only
     # inlined into gemm (cached with it): a function made by exec has no file for Numba's cache
     return njit(nogil=True, inline="always")(scope["_rows_tile"])
 
 
-_rows_tile = _make_rows_dispatch()
+_rows_tile = _make_rows_dispatch(NR)
+_rows_tile_half = _make_rows_dispatch(NH)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _panel(half, rows, first, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
+    if half:
+        _rows_tile_half(rows, first, a, lda, b, ldb, c, ldc, k)
+    else:
+        _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -129,33 +146,37 @@ def gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1):  # pragma: no cover - compile
             _zero(c + 4 * (i * ldc + j0), j1 - j0)
         return
     kc = min(k, KC)
-    panel = np.empty(kc * NR, np.float32)
-    pan = panel.ctypes.data
-    tail_c = np.empty(MR * NR, np.float32)
-    tc = tail_c.ctypes.data
+    rest = (j1 - j0) % NR % NH  # columns left after the full and half panels: zero-padded to NH
+    panel = np.empty(kc * NH if rest else 0, np.float32)
+    tail_c = np.empty(MR * NH if rest else 0, np.float32)
+    pan, tc = panel.ctypes.data, tail_c.ctypes.data
     # the rows in ceil(m / MR) blocks of (nearly) equal height: 64 rows as 11+11+11+11+10+10, not
     # 5 x 12 + 4 (a 4-row tile costs about what a full one does)
     blocks = -(-m // MR)
-    for jb in range(j0, j1, NR):
-        width = min(NR, j1 - jb)
+    jb = j0
+    while jb < j1:
+        left = j1 - jb
+        width = NR if left >= NR else (NH if left >= NH else left)
+        half = width < NR
         for k0 in range(0, k, kc):
             depth = min(kc, k - k0)
             first = k0 == 0
-            if width == NR:
+            if width == NR or width == NH:
                 bp = b + 4 * (k0 * ldb + jb)  # B's rows read in place (packing them measured slower)
                 for blk in range(blocks):
                     i0 = blk * m // blocks
-                    _rows_tile((blk + 1) * m // blocks - i0, first, a + 4 * (i0 * lda + k0), lda, bp, ldb,
-                               c + 4 * (i0 * ldc + jb), ldc, depth)
-            else:  # a part panel: B's columns zero-padded, each tile into scratch, its first `width` columns out
+                    _panel(half, (blk + 1) * m // blocks - i0, first, a + 4 * (i0 * lda + k0), lda, bp, ldb,
+                           c + 4 * (i0 * ldc + jb), ldc, depth)
+            else:  # the last columns: B's zero-padded, each tile into scratch, its first `width` columns out
                 _pack(panel, b + 4 * (k0 * ldb + jb), ldb, depth, width)
                 for blk in range(blocks):
                     i0 = blk * m // blocks
                     rows = (blk + 1) * m // blocks - i0
                     if not first:
                         _gather(tail_c, c + 4 * (i0 * ldc + jb), ldc, rows, width)
-                    _rows_tile(rows, first, a + 4 * (i0 * lda + k0), lda, pan, NR, tc, NR, depth)
+                    _rows_tile_half(rows, first, a + 4 * (i0 * lda + k0), lda, pan, NH, tc, NH, depth)
                     _scatter(tail_c, c + 4 * (i0 * ldc + jb), ldc, rows, width)
+        jb += width
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -189,13 +210,13 @@ def _zero(address, count):  # pragma: no cover - compiled
 
 @njit(nogil=True, cache=True, inline="always")
 def _pack(panel, b, ldb, depth, width):  # pragma: no cover - compiled
-    """B's rows [depth, width] at address b into panel [depth, NR], zero beyond `width`."""
+    """B's rows [depth, width] at address b into panel [depth, NH], zero beyond `width`."""
     for kk in range(depth):
         src = _view(b + 4 * kk * ldb, width)
-        base = kk * NR
+        base = kk * NH
         for j in range(width):
             panel[base + j] = src[j]
-        for j in range(width, NR):
+        for j in range(width, NH):
             panel[base + j] = 0.0
 
 
@@ -204,7 +225,7 @@ def _scatter(tile, c, ldc, rows, width):  # pragma: no cover - compiled
     for i in range(rows):
         dst = _view(c + 4 * i * ldc, width)
         for j in range(width):
-            dst[j] = tile[i * NR + j]
+            dst[j] = tile[i * NH + j]
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -212,4 +233,4 @@ def _gather(tile, c, ldc, rows, width):  # pragma: no cover - compiled
     for i in range(rows):
         src = _view(c + 4 * i * ldc, width)
         for j in range(width):
-            tile[i * NR + j] = src[j]
+            tile[i * NH + j] = src[j]

@@ -295,8 +295,9 @@ class Convolution(_ForwardBase):
     version = 1
     opsets = (1, None)
     doc = ("data [N, C_in, spatial...] (1-D to 3-D), filter [C_out, C_in, k...]; strides, dilations, explicit "
-           "pads or auto_pad valid/same_upper/same_lower; im2col (Numba, parallel) + one batched BLAS GEMM; "
-           "larger 2-D ones band by band of output rows (an L2-sized unfold and one BLAS call per band, bands "
+           "pads or auto_pad valid/same_upper/same_lower; im2col (Numba, parallel) + one batched GEMM (float32 "
+           "by irnorm's register-blocked kernels, float64 by BLAS); "
+           "larger 2-D ones band by band of output rows (an L2-sized unfold and one GEMM per band, bands "
            "over the threads), few output channels by a direct kernel; small ones (one single-threaded GEMM -- "
            "dot products in Numba for at most 4 output pixels -- or a serial direct kernel) and a fused step's "
            "bias / residual / activation in one Numba call.")

@@ -70,7 +70,8 @@ class MatMul(Op):
     ])
     inputs = (2, 2)
     doc = ("A [..., M, K] x B [..., K, N], batch dims broadcast (numpy rule), 1-D operands as in the spec; "
-           "floats through numpy's BLAS (f16/bf16 in float32), integers in their own type; a constant B is "
+           "float32 by irnorm's register-blocked GEMM kernels where B's rows are contiguous (f16/bf16 in float32), "
+           "others through numpy's BLAS, integers in their own type; a constant B is "
            "laid out once at load time; a product of at most 4 rows by a constant B (a classifier head, one "
            "token) as dot products in Numba against B's [N, K] rows, its columns split over the threads when large.")
 
@@ -164,11 +165,8 @@ class MatMul(Op):
                     if fits(ins[2], y_shape):
                         one_call(a.reshape(a_rows), y.reshape(y_rows), ins[2].reshape(y_rows))
                         return y, True
-                if blocks is None:
-                    # np.dot: the same GEMM as np.matmul on 2-D operands, without the ufunc machinery (~0.4 us)
-                    np.dot(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
-                else:  # a large product: column blocks on several threads
-                    blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
+                # one call (float32: irnorm's GEMM kernels), or a large product's column blocks on several threads
+                blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
                 return y, False
             if a.dtype == dtype and b.dtype == dtype and dtype == work and a.ndim > 1 and b.ndim > 1:
                 # batched products of computed operands (attention's Q @ K^T and P @ V): whether the general
@@ -180,11 +178,15 @@ class MatMul(Op):
                                         tb and b_ready is None)
                     if len(small_plans) < 64:
                         small_plans[key] = small
-                if small:  # what the general path does then; np.matmul's result is new and C-contiguous
+                if small:  # what the general path does then, into a new C-contiguous result
                     am = np.swapaxes(a, -1, -2) if ta else a
-                    if b_ready is not None:
-                        return np.matmul(am, b_ready), False
-                    return np.matmul(am, np.swapaxes(b, -1, -2) if tb else b), False
+                    bm = b_ready if b_ready is not None else (np.swapaxes(b, -1, -2) if tb else b)
+                    if dtype != np.float32:
+                        return np.matmul(am, bm), False
+                    y = np.empty(np.broadcast_shapes(am.shape[:-2], bm.shape[:-2]) + (am.shape[-2], bm.shape[-1]),
+                                 dtype)
+                    blas.product(am, bm, y, None)  # irnorm's GEMM kernels where the rows are contiguous
+                    return y, False
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
@@ -203,9 +205,9 @@ class MatMul(Op):
                 # large products are cut into column blocks on several threads (kernels/blas.py)
                 blocks = blas.column_blocks(am.shape[-2], bm.shape[-1], am.shape[-1],
                                             max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
-                if blocks is None:
+                if blocks is None and y_type != np.float32:
                     y = np.matmul(am, bm)
-                else:
+                else:  # float32 by irnorm's GEMM kernels where the operands' rows are contiguous
                     y = np.empty(np.broadcast_shapes(am.shape[:-2], bm.shape[:-2]) + (am.shape[-2], bm.shape[-1]),
                                  y_type)
                     blas.product(am, bm, y, blocks)
