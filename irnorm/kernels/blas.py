@@ -268,8 +268,13 @@ def _blocks_on_numba(gemm: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray,
 
 def _micro_on_numba(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """out = a @ b as one call of irnorm's float32 kernels (blas_blocks.micro_product) on the calling thread,
-    when all three are float32 and laid out for it; False (nothing done) otherwise."""
+    when they are enabled (AVX-512) and all three are float32 and laid out for it; False (nothing done)
+    otherwise."""
     if a.dtype != np.float32 or b.dtype != np.float32 or 0 in out.shape:
+        return False
+    from . import microgemm
+
+    if not microgemm.ENABLED:
         return False
     batch = out.shape[:-2]
     a3, b3, o3 = _as_batches(a, batch), _as_batches(b, batch), _as_batches(out, batch)

@@ -56,14 +56,15 @@ def call_gemm(typingctx, address, blas_int, order, trans_a, trans_b, m, n, k, al
 
 def gemm_nn(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):  # pragma: no cover - compiled
     """C [m, n] = A [m, k] @ B [k, n], row-major, all given as addresses with row strides in elements: float32
-    by irnorm's register-blocked kernels (kernels/microgemm.py: 1.6-2x numpy's OpenBLAS on the products
-    networks have), float64 by cblas_dgemm.  Called from compiled kernels only (the overload below)."""
+    by irnorm's register-blocked kernels where they are enabled (kernels/microgemm.py, AVX-512: 1.6-2x numpy's
+    OpenBLAS on the products networks have), else and for float64 by cblas_?gemm.  Called from compiled
+    kernels only (the overload below)."""
     raise NotImplementedError
 
 
 @overload(gemm_nn, jit_options={"cache": True})
 def _gemm_nn(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):  # pragma: no cover - compiled
-    if isinstance(one, types.Float) and one.bitwidth == 32:
+    if microgemm.ENABLED and isinstance(one, types.Float) and one.bitwidth == 32:
         def micro(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):
             microgemm.gemm(np.int64(m), np.int64(n), np.int64(k), np.int64(a), np.int64(lda), np.int64(b),
                            np.int64(ldb), np.int64(c), np.int64(ldc), np.int64(0), np.int64(n))

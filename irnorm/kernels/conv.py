@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import PARALLEL_MIN, blas
+from . import PARALLEL_MIN, blas, microgemm
 from .activation import (
     _K32,
     _K64,
@@ -1202,8 +1202,8 @@ def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:
     values per output, `g` groups, filter rows of `kw` taps and `p_out` output pixels takes the direct
     kernel rather than unfold + GEMM (the measurements above)."""
     if taps >= DIRECT_MIN_TAPS:
-        if g != 1:
-            return cpg <= DIRECT_MAX_COUT and kw == 3
+        if g != 1 or not microgemm.ENABLED:  # OpenBLAS's products: the measurements above
+            return cpg <= DIRECT_MAX_COUT and (g == 1 or kw == 3)
         return cpg <= DIRECT_MAX_COUT // 2 or (cpg <= DIRECT_MAX_COUT and p_out < DIRECT_MAX_PIXELS
                                                 and taps < DIRECT_MAX_TAPS)
     if g != 1 or (kw != 3 and taps < DIRECT_MIN_TAPS_DENSE):

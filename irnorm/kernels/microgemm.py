@@ -10,8 +10,8 @@ thread of an AVX-512 EPYC (Zen 5) with OpenBLAS 0.3.31 running its Haswell kerne
 The micro-kernel (``_tile_kernel``) is LLVM vector IR written through a Numba intrinsic: MR rows of C as
 MR x NR/W vector accumulators held in registers for the whole depth, each step one load of NR columns of B
 and MR broadcasts of A -- the register blocking Numba's loops do not get from LLVM (a loop nest keeps the
-accumulators in memory: ~45 GMAC/s).  MR x NR follows the vector registers: 12 x 32 with AVX-512 (24 of
-its 32 zmm registers), 6 x 16 with AVX2 (12 of 16 ymm, the shape of BLIS's and OpenBLAS's Haswell kernels).
+accumulators in memory: ~45 GMAC/s).  MR x NR = 12 x 32: 24 of AVX-512's 32 zmm registers hold the tile.
+Used only where Numba compiles for AVX-512 (``ENABLED``); elsewhere products stay with OpenBLAS (below).
 
 Each element of C is one chain of fused multiply-adds over k in order (k = 0, 1, ...), whatever the blocks:
 the bits do not depend on how a product is cut into column blocks or threads.  The driver (``gemm``) packs
@@ -48,7 +48,12 @@ def _target_has_avx512() -> bool:
 
 
 AVX512 = _target_has_avx512()
-MR, NR = (12, 32) if AVX512 else (6, 16)
+# irnorm's kernels run the float32 products only where Numba compiles for AVX-512.  With AVX2 the same
+# driver with 6 x 16 tiles (BLIS's Haswell shape) was at best level with OpenBLAS's Haswell kernels and
+# slower on a stem's [64, 147] x [147, 1024] (221 against 165 us) and on deep products (measured with Numba
+# compiling for Haswell on the AVX-512 EPYC: NUMBA_CPU_NAME=haswell), so there products stay OpenBLAS's.
+ENABLED = AVX512
+MR, NR = 12, 32  # 24 of the 32 zmm registers hold C's tile
 # Depth per block: a [KC, NR] panel of B (48 KiB with NR = 32) stays in L2 beside MR rows of A.
 KC = 384
 

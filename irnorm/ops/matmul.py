@@ -70,8 +70,8 @@ class MatMul(Op):
     ])
     inputs = (2, 2)
     doc = ("A [..., M, K] x B [..., K, N], batch dims broadcast (numpy rule), 1-D operands as in the spec; "
-           "float32 by irnorm's register-blocked GEMM kernels where B's rows are contiguous (f16/bf16 in float32), "
-           "others through numpy's BLAS, integers in their own type; a constant B is "
+           "float32 by irnorm's register-blocked GEMM kernels with AVX-512 where B's rows are contiguous (f16/bf16 "
+           "in float32), others through numpy's BLAS, integers in their own type; a constant B is "
            "laid out once at load time; a product of at most 4 rows by a constant B (a classifier head, one "
            "token) as dot products in Numba against B's [N, K] rows, its columns split over the threads when large.")
 
