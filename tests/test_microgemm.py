@@ -151,3 +151,26 @@ def test_enabled_follows_this_cpu():
     if numba.config.CPU_NAME:
         pytest.skip("NUMBA_CPU_NAME set: the target is not this CPU")
     assert microgemm.ENABLED == bool(ll.get_host_cpu_features().get("avx512f", False))
+
+
+def test_rows_by_offset_are_the_gathered_product():
+    """gemm_rows_at (B's row kk at b + offsets[kk]: a convolution's taps in its padded input) gives the bits
+    of gemm on the same rows gathered into a matrix, for offsets in any order, repeated and overlapping,
+    every panel width and a column range."""
+    rng = np.random.default_rng(11)
+    for m, n, k in [(5, 70, 9), (13, 33, 400), (1, 16, 1), (24, 100, 27)]:
+        buf = rng.standard_normal(4096).astype(np.float32)
+        offsets = rng.integers(0, 4096 - n, k).astype(np.int64)
+        offsets[: k // 3] = offsets[0]  # repeated rows
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        gathered = np.stack([buf[o:o + n] for o in offsets])
+        want = _gemm(a, np.ascontiguousarray(gathered))
+        got = np.full((m, n), np.nan, np.float32)
+        microgemm.gemm_rows_at(m, n, k, a.ctypes.data, k, buf.ctypes.data, offsets.ctypes.data, got.ctypes.data, n,
+                               0, n)
+        np.testing.assert_array_equal(got, want)
+        part = np.full((m, n), -1.0, np.float32)
+        microgemm.gemm_rows_at(m, n, k, a.ctypes.data, k, buf.ctypes.data, offsets.ctypes.data, part.ctypes.data, n,
+                               3, n - 2)
+        np.testing.assert_array_equal(part[:, 3:n - 2], want[:, 3:n - 2])
+        assert np.all(part[:, :3] == -1) and np.all(part[:, n - 2:] == -1)

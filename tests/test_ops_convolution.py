@@ -460,7 +460,9 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
 
 def _watch_direct(monkeypatch, conv) -> list:
     """Record each direct_conv call's task count (its last argument) while still running it; a call of the
-    one-call serial kernel (direct_serial) as 1."""
+    one-call serial kernel (direct_serial) as 1.  The implicit GEMM, which takes many of these convolutions
+    where irnorm's GEMM kernels run (AVX-512), is switched off: the direct kernel is what is tested."""
+    monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)
     taken: list = []
     orig, serial = conv.direct_conv, conv.direct_serial
     monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
@@ -895,3 +897,65 @@ def test_depthwise3_rows(tmp_path, shape, stride, pads, dtype):
     poisoned = R.group_convolution(np.where(np.isfinite(x), 0.0, 1.0), np.ones_like(w), [sh, sw], [pt, pl],
                                    [pbm, pr], [1, 1]) > 0
     np.testing.assert_array_equal(got[~poisoned], got_clean[~poisoned])
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
+    """Dense stride-1 2-D / 1-D float32 convolutions as an implicit GEMM (taps read by offset from the
+    padded input, the product in the padded row width, the valid columns copied out): the float64
+    reference's values over random geometries, dilations, pads and batches, with a fused epilogue (bias,
+    residual, Relu) as a fused step has it, serial and with the columns over the threads.  Built directly,
+    so checked on any CPU; networks take it where irnorm's GEMM kernels are enabled (next test)."""
+    from irnorm.kernels import conv
+    from irnorm.kernels.activation import RELU, Epilogue
+
+    if parallel:
+        monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
+    calls: list = []
+    orig = conv.implicit_conv
+    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(a[10]) or orig(*a))
+    rng = np.random.default_rng(33)
+    for case in range(12):
+        one_d = case % 4 == 3
+        k = [1, int(rng.integers(1, 6))] if one_d else [int(v) for v in rng.integers(1, 4, 2)]
+        d = [1, int(rng.integers(1, 3))] if one_d else [int(v) for v in rng.integers(1, 3, 2)]
+        pb = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
+        pe = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
+        cin, cout, n = int(rng.integers(1, 20)), int(rng.integers(1, 40)), int(rng.integers(1, 3))
+        spatial = [1 if one_d else int(rng.integers(1, 12)) + (k[0] - 1) * d[0],
+                   int(rng.integers(1, 40)) + (k[1] - 1) * d[1]]
+        x4 = rng.standard_normal((n, cin, *spatial)).astype(np.float32)
+        w4 = rng.standard_normal((cout, cin, *k)).astype(np.float32)
+        exp = R.convolution(x4, w4, [1, 1], pb, pe, d)
+        oh, ow = exp.shape[2:]
+        bias = rng.standard_normal(cout).astype(np.float32)
+        res = rng.standard_normal(exp.shape).astype(np.float32)
+        want = np.maximum(exp + bias.reshape(1, -1, 1, 1) + res, 0)
+        kk, _, dd, pads, o3 = conv._geom(k, [1, 1], d, pb, [oh, ow])
+        hp, wp = o3[1] + (kk[1] - 1) * dd[1], o3[2] + (kk[2] - 1) * dd[2]
+        epi = Epilogue(bias, RELU, 0.0, 0.0, True)
+        plan = conv._implicit_plan((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(1, cout, -1)),
+                                   (n, cout, oh, ow), cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi)
+        y = plan(x4, res)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k[0] * k[1]),
+                                   err_msg=f"case {case}")
+    assert len(calls) == 12 and (max(calls) > 1) == parallel
+
+
+def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
+    """conv_forward takes the implicit GEMM for a few output channels on a mid-sized map exactly where
+    irnorm's GEMM kernels are enabled, and not for a map whose product would not fit in L2."""
+    from irnorm.kernels import conv, microgemm
+
+    calls: list = []
+    orig = conv.implicit_conv
+    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(1) or orig(*a))
+    rng = np.random.default_rng(3)
+    for shape, cout, expected in (((1, 64, 16, 16), 8, microgemm.ENABLED), ((1, 8, 300, 300), 8, False)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal((cout, shape[1], 3, 3)).astype(np.float32)
+        before = len(calls)
+        y = conv.conv_forward(x, np.ascontiguousarray(w.reshape(1, cout, -1)), (3, 3), (1, 1), (1, 1), (1, 1),
+                              shape[2:])
+        assert (len(calls) > before) == expected, shape
+        np.testing.assert_allclose(y, R.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1]), rtol=1e-4, atol=1e-3)

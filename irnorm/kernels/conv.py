@@ -566,6 +566,11 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             return out
         pointwise.parallel = product is _product  # type: ignore[attr-defined]
         return pointwise
+    if (microgemm.ENABLED and g == 1 and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1]
+            and cpg <= IMPLICIT_MAX_COUT and o3[2] >= IMPLICIT_MIN_WIDTH
+            and n * cpg * o3[1] * (o3[2] + (kk[2] - 1) * d[2]) <= IMPLICIT_MAX_WIDE):
+        return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
+                              kk[1], kk[2], d[1], d[2], pb, epilogue)
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
             and _direct_fits(cpg, ck // g, g, kk[2], p_out)):
         hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
@@ -1195,6 +1200,125 @@ def _direct_serial_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tup
         return out
     direct.fused = True  # type: ignore[attr-defined]
     return direct
+
+
+# A dense stride-1 2-D float32 convolution as an implicit GEMM (irnorm's GEMM kernels enabled: AVX-512): the
+# input zero-padded once (fill_padded), then per image wide [Cout, oh * wp] = w [Cout, CK] @ B, where B's row
+# for tap (channel, ky, kx) is the padded plane read from ky * dh * wp + kx * dw on -- microgemm's
+# gemm_rows_at takes the rows by offset, so nothing is unfolded; the product runs in the padded row width
+# (columns past ow read into the next row and are dropped when the valid ones are copied out), then the
+# fused step's epilogue.  Column ranges (whole panels) go to the threads.
+@njit(nogil=True, cache=True, error_model="numpy")
+def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no cover
+    """Columns j0..j1-1 of image n's product, into wide [N, Cout, oh * wp]."""
+    c_out, ck = w.shape
+    length = wide.shape[2]
+    microgemm.gemm_rows_at(np.int64(c_out), np.int64(length), np.int64(ck), np.int64(w.ctypes.data), np.int64(ck),
+                           np.int64(xp.ctypes.data + n * c_in * hp * wp * 4), np.int64(offs.ctypes.data),
+                           np.int64(wide.ctypes.data + n * c_out * length * 4), np.int64(length), np.int64(j0),
+                           np.int64(j1))
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def implicit_conv(x, fill, w, offs, out, c_in, hp, wp, spare, parts, tasks, res, bias, code, p0, p1,
+                  k):  # pragma: no cover
+    """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
+    columns in `parts` ranges of whole panels, the (image, range) jobs in `tasks` groups over the threads (1:
+    the calling thread); then the valid columns copied out and the epilogue (epilogue_rows)."""
+    planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
+    xp = np.empty(planes * hp * wp + spare, np.float32)
+    fill_padded(x, planes, h, w_in, xp, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+    n_count, c_out, oh, ow = out.shape
+    length = oh * wp
+    wide = np.empty((n_count, c_out, length), np.float32)
+    panels = (length + microgemm.NR - 1) // microgemm.NR
+    jobs = n_count * parts
+    if tasks == 1:
+        for n in range(n_count):
+            _implicit_part(xp, w, offs, wide, n, 0, length, c_in, hp, wp)
+    else:
+        for t in prange(tasks):
+            for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
+                n, part = j // parts, j % parts
+                _implicit_part(xp, w, offs, wide, n, min(length, part * panels // parts * microgemm.NR),
+                               min(length, (part + 1) * panels // parts * microgemm.NR), c_in, hp, wp)
+    if tasks == 1:
+        _implicit_copy(wide, out, wp, 0, n_count * c_out)
+    else:
+        for t in prange(tasks):
+            _implicit_copy(wide, out, wp, t * n_count * c_out // tasks, (t + 1) * n_count * c_out // tasks)
+    epilogue_rows(out.reshape((n_count * c_out, oh * ow)), res, bias, c_out, code, p0, p1, k)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _implicit_copy(wide, out, wp, r0, r1):  # pragma: no cover
+    """The valid columns of output planes r0..r1-1 (image * Cout + channel) from wide into out."""
+    c_out, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    for r in range(r0, r1):
+        src = wide[r // c_out, r % c_out]
+        for y in range(oh):
+            dst = out[r // c_out, r % c_out, y]
+            base = y * wp
+            for t in range(ow):
+                dst[t] = src[base + t]
+
+
+# Multiply-adds from which an implicit-GEMM convolution shares its columns out over the threads.
+IMPLICIT_PARALLEL_MIN = 1 << 21
+# Which convolutions take it: at most IMPLICIT_MAX_COUT output channels, output rows at least
+# IMPLICIT_MIN_WIDTH wide (the padded row width's extra columns are computed and dropped).  Measured on the
+# AVX-512 EPYC, 2 threads, against the path taken before (3x3): [1, 64, 16, 16] -> 8 23 -> 18 us (direct),
+# [1, 16, 8, 8] -> 16 7.1 -> 4.6, [1, 64, 24, 24] -> 8 49 -> 30, [1, 16, 20, 20] -> 16 17 -> 15,
+# [1, 16, 75, 75] -> 16 114 -> 92 (banded), [1, 64, 16, 16] -> 16 28 -> 27, [1, 8, 150, 150] -> 16 183 -> 194;
+# with more channels the GEMM on an unfolded panel won ([1, 64, 16, 16] -> 64 56 / 65, [2, 16, 32, 32] -> 32
+# 59 / 66, [1, 128, 8, 8] -> 128 64 / 76: each block of rows re-reads B's scattered rows from L2), and on
+# 4x4 and 2x2 maps the one-call GEMM (5.1 / 7.4 us, 6.5 / 12.2).
+# And only while its product in the padded width fits in L2 (IMPLICIT_MAX_WIDE floats): it is written, read
+# back for the copy into the output and the output again for the epilogue, which on SSD-VGG's first layers
+# cost more than the product ([1, 8, 300, 300] -> 8 599 -> 1357 us, [1, 8, 150, 150] -> 16 228 -> 746; the
+# direct kernel writes each output once).
+IMPLICIT_MAX_COUT = 16
+IMPLICIT_MIN_WIDTH = 8
+IMPLICIT_MAX_WIDE = 1 << 17
+
+
+def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int, wp: int,
+                   kh: int, kw: int, dh: int, dw: int, pb, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
+    """forward_plan's implicit-GEMM path (implicit_conv) for float32 inputs of shape x5_shape [N, C, 1, H, W]
+    and one group, with a fused step's epilogue in the same call."""
+    import numba
+
+    n = x5_shape[0]
+    fill = tuple(int(v) for v in _fill_geometry(x5_shape, hp, wp, pb))
+    spare = (kw - 1) * dw
+    out4 = (out_shape[0], out_shape[1], out_shape[-2] if len(out_shape) > 3 else 1, out_shape[-1])
+    oh = out4[2]
+    w2 = np.ascontiguousarray(w[0])
+    ck = w2.shape[1]
+    offs = np.array([ci * hp * wp + ky * dh * wp + kx * dw for ci in range(c) for ky in range(kh) for kx in range(kw)],
+                    np.int64)
+    rows_shape = (out4[0] * out4[1], out4[2] * out4[3])
+    e = _epilogue_args(epilogue, w2.dtype)
+    parallel = w2.shape[0] * ck * oh * wp * n >= IMPLICIT_PARALLEL_MIN
+    threads = numba.config.NUMBA_NUM_THREADS if parallel else 1
+    # ranges of whole panels, about one per thread over the images (the bits do not depend on the cut)
+    panels = -(-oh * wp // microgemm.NR)
+    parts = max(1, min(panels, -(-threads // n))) if parallel else 1
+    tasks = min(n * parts, threads) if parallel else 1
+    run = entry(implicit_conv, c_array(1, w2.dtype), fill, w2, offs, c_array(4, w2.dtype), c, hp, wp, spare, parts,
+                tasks, c_array(2, w2.dtype), e.bias, e.code, e.p0, e.p1, e.k)
+
+    def implicit(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        if _broadcasts(epilogue, res, out_shape, w2.dtype):
+            return with_epilogue(_implicit_plan(x5_shape, w, out_shape, c, hp, wp, kh, kw, dh, dw, pb, None),
+                                 epilogue)(x, res)
+        out = OUTPUTS.empty(out_shape, w2.dtype)
+        run(np.ascontiguousarray(x).reshape(-1), fill, w2, offs, out.reshape(out4), c, hp, wp, spare, parts, tasks,
+            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
+        return out
+    implicit.fused = True  # type: ignore[attr-defined]
+    implicit.parallel = tasks > 1  # type: ignore[attr-defined]
+    return implicit
 
 
 def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:

@@ -58,9 +58,11 @@ MR, NR = 12, 32  # 24 of the 32 zmm registers hold C's tile
 KC = 384
 
 
-def _tile_kernel(mr: int, nr: int, accumulate: bool):
+def _tile_kernel(mr: int, nr: int, accumulate: bool, offsets: bool = False):
     """C[0:mr, 0:nr] (=, or += with `accumulate`) A[0:mr, 0:k] @ B[0:k, 0:nr] with A, B, C given as
-    addresses of float32 data and their row strides in elements (B's rows hold nr contiguous values)."""
+    addresses of float32 data and their row strides in elements (B's rows hold nr contiguous values).
+    With `offsets`, `ldb` is instead the address of int64 element offsets, B's row kk at b + offsets[kk]:
+    a convolution's taps read straight from its padded input (an implicit GEMM, no unfold)."""
 
     @intrinsic
     def tile(typingctx, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
@@ -83,10 +85,11 @@ def _tile_kernel(mr: int, nr: int, accumulate: bool):
             splat = ir.Constant(ir.VectorType(i32, nr), [0] * nr)
             undef = ir.Constant(vt, ir.Undefined)
             rows = [builder.gep(a_p, [builder.mul(ir.Constant(lda_.type, i), lda_)]) for i in range(mr)]
+            offs_p = builder.inttoptr(ldb_, ir.IntType(64).as_pointer()) if offsets else None
             with cgutils.for_range(builder, depth) as loop:
                 kk = loop.index
-                bv = builder.load(builder.bitcast(builder.gep(b_p, [builder.mul(kk, ldb_)]), vt.as_pointer()),
-                                  align=4)
+                row = builder.load(builder.gep(offs_p, [kk])) if offsets else builder.mul(kk, ldb_)
+                bv = builder.load(builder.bitcast(builder.gep(b_p, [row]), vt.as_pointer()), align=4)
                 for i in range(mr):
                     av = builder.load(builder.gep(rows[i], [kk]))
                     bc = builder.shuffle_vector(builder.insert_element(undef, av, ir.Constant(i32, 0)), undef,
@@ -111,14 +114,15 @@ def _tile_kernel(mr: int, nr: int, accumulate: bool):
 NH = NR // 2
 
 
-def _make_rows_dispatch(width: int):
+def _make_rows_dispatch(width: int, offsets: bool = False):
     """_rows_tile(rows, first, ...) for panels `width` columns wide: the tile kernel for `rows` rows (1..MR:
     the last rows of a product take the one for their count, no padding), by an if-chain Numba compiles (a
     tuple of intrinsics cannot be indexed at run time)."""
     lines = ["def _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k):"]
     scope = {}
     for r in range(1, MR + 1):
-        scope[f"_S{r}"], scope[f"_A{r}"] = _tile_kernel(r, width, False), _tile_kernel(r, width, True)
+        scope[f"_S{r}"] = _tile_kernel(r, width, False, offsets)
+        scope[f"_A{r}"] = _tile_kernel(r, width, True, offsets)
         lines.append(f"    {'if' if r == 1 else 'elif'} rows == {r}:")
         lines.append(f"        if first:\n            _S{r}(a, lda, b, ldb, c, ldc, k)")
         lines.append(f"        else:\n            _A{r}(a, lda, b, ldb, c, ldc, k)")
@@ -129,11 +133,18 @@ def _make_rows_dispatch(width: int):
 
 _rows_tile = _make_rows_dispatch(NR)
 _rows_tile_half = _make_rows_dispatch(NH)
+_rows_tile_offs = _make_rows_dispatch(NR, True)
+_rows_tile_half_offs = _make_rows_dispatch(NH, True)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _panel(half, rows, first, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
-    if half:
+def _panel(with_offs, half, rows, first, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
+    if with_offs:
+        if half:
+            _rows_tile_half_offs(rows, first, a, lda, b, ldb, c, ldc, k)
+        else:
+            _rows_tile_offs(rows, first, a, lda, b, ldb, c, ldc, k)
+    elif half:
         _rows_tile_half(rows, first, a, lda, b, ldb, c, ldc, k)
     else:
         _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k)
@@ -144,6 +155,18 @@ def gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1):  # pragma: no cover - compile
     """C[:, j0:j1] = A @ B[:, j0:j1] for row-major float32 A [m, k], B [k, n], C [m, n] given as addresses
     with row strides lda, ldb, ldc (elements).  Columns j0..j1-1 only, so callers can share a product's
     columns out over threads; a column's values do not depend on the cut."""
+    _gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1, False)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def gemm_rows_at(m, n, k, a, lda, b, offsets, c, ldc, j0, j1):  # pragma: no cover - compiled
+    """gemm with B's row kk at b + offsets[kk] elements (offsets: the address of k int64 values), e.g. a
+    convolution's tap (channel, ky, kx) in its zero-padded input, each row read over n contiguous values."""
+    _gemm(m, n, k, a, lda, b, offsets, c, ldc, j0, j1, True)
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1, with_offs):  # pragma: no cover - compiled
     if m <= 0 or j1 <= j0:
         return
     if k <= 0:
@@ -166,14 +189,18 @@ def gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1):  # pragma: no cover - compile
         for k0 in range(0, k, kc):
             depth = min(kc, k - k0)
             first = k0 == 0
+            # B's rows from k0 on: read in place (packing them measured slower)
+            if with_offs:
+                bp, bld = b + 4 * jb, ldb + 8 * k0
+            else:
+                bp, bld = b + 4 * (k0 * ldb + jb), ldb
             if width == NR or width == NH:
-                bp = b + 4 * (k0 * ldb + jb)  # B's rows read in place (packing them measured slower)
                 for blk in range(blocks):
                     i0 = blk * m // blocks
-                    _panel(half, (blk + 1) * m // blocks - i0, first, a + 4 * (i0 * lda + k0), lda, bp, ldb,
-                           c + 4 * (i0 * ldc + jb), ldc, depth)
+                    _panel(with_offs, half, (blk + 1) * m // blocks - i0, first, a + 4 * (i0 * lda + k0), lda, bp,
+                           bld, c + 4 * (i0 * ldc + jb), ldc, depth)
             else:  # the last columns: B's zero-padded, each tile into scratch, its first `width` columns out
-                _pack(panel, b + 4 * (k0 * ldb + jb), ldb, depth, width)
+                _pack(panel, bp, bld, depth, width, with_offs)
                 for blk in range(blocks):
                     i0 = blk * m // blocks
                     rows = (blk + 1) * m // blocks - i0
@@ -206,6 +233,23 @@ def _carray(typingctx, address, count):  # pragma: no cover - compiled
     return sig, codegen
 
 
+@intrinsic
+def _offsets_view(typingctx, address, count):  # pragma: no cover - compiled
+    """A 1-d int64 array over `count` elements at `address` (memory the caller owns)."""
+    arr_t = types.Array(types.int64, 1, "C")
+    sig = arr_t(types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        at, cnt = args
+        ary = context.make_array(arr_t)(context, builder)
+        ptr = builder.inttoptr(at, context.get_value_type(types.int64).as_pointer())
+        itemsize = context.get_constant(types.intp, 8)
+        context.populate_array(ary, data=ptr, shape=[cnt], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _zero(address, count):  # pragma: no cover - compiled
     v = _view(address, count)
@@ -214,10 +258,12 @@ def _zero(address, count):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _pack(panel, b, ldb, depth, width):  # pragma: no cover - compiled
-    """B's rows [depth, width] at address b into panel [depth, NH], zero beyond `width`."""
+def _pack(panel, b, ldb, depth, width, with_offs):  # pragma: no cover - compiled
+    """B's rows [depth, width] at address b (row kk at b + kk * ldb, or b + offsets[kk] with `with_offs`:
+    ldb the offsets' address) into panel [depth, NH], zero beyond `width`."""
+    offs = _offsets_view(ldb if with_offs else 0, depth if with_offs else 0)
     for kk in range(depth):
-        src = _view(b + 4 * kk * ldb, width)
+        src = _view(b + 4 * (offs[kk] if with_offs else kk * ldb), width)
         base = kk * NH
         for j in range(width):
             panel[base + j] = src[j]
