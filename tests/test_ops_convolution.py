@@ -320,6 +320,7 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
     # the unfolds as they run without the banded path (test_banded_convolution): grouped and 3-D
     # convolutions, single output rows, a BLAS other than the OpenBLAS irnorm drives
     monkeypatch.setattr(conv.blas, "gemm_pointer", lambda dt: None)
+    monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)  # the implicit GEMM (no unfold) has a test of its own
     for parallel_min in (1 << 30, 1):
         monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
         taken.clear()
@@ -901,9 +902,9 @@ def test_depthwise3_rows(tmp_path, shape, stride, pads, dtype):
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
-    """Dense stride-1 2-D / 1-D float32 convolutions as an implicit GEMM (taps read by offset from the
-    padded input, the product in the padded row width, the valid columns copied out): the float64
-    reference's values over random geometries, dilations, pads and batches, with a fused epilogue (bias,
+    """Stride-1 2-D / 1-D float32 convolutions, dense and grouped, as an implicit GEMM (taps read by offset
+    from the padded input, the product in the padded row width, the valid columns copied out): the float64
+    reference's values over random geometries, dilations, pads, groups and batches, with a fused epilogue (bias,
     residual, Relu) as a fused step has it, serial and with the columns over the threads.  Built directly,
     so checked on any CPU; networks take it where irnorm's GEMM kernels are enabled (next test)."""
     from irnorm.kernels import conv
@@ -921,12 +922,15 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
         d = [1, int(rng.integers(1, 3))] if one_d else [int(v) for v in rng.integers(1, 3, 2)]
         pb = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
         pe = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
-        cin, cout, n = int(rng.integers(1, 20)), int(rng.integers(1, 40)), int(rng.integers(1, 3))
+        g = int(rng.integers(1, 4)) if case % 3 else 1
+        cin, cout, n = g * int(rng.integers(1, 8)), g * int(rng.integers(1, 14)), int(rng.integers(1, 3))
         spatial = [1 if one_d else int(rng.integers(1, 12)) + (k[0] - 1) * d[0],
                    int(rng.integers(1, 40)) + (k[1] - 1) * d[1]]
         x4 = rng.standard_normal((n, cin, *spatial)).astype(np.float32)
-        w4 = rng.standard_normal((cout, cin, *k)).astype(np.float32)
-        exp = R.convolution(x4, w4, [1, 1], pb, pe, d)
+        w4 = rng.standard_normal((cout, cin // g, *k)).astype(np.float32)
+        exp = np.concatenate([R.convolution(x4[:, i * cin // g:(i + 1) * cin // g],
+                                            w4[i * cout // g:(i + 1) * cout // g], [1, 1], pb, pe, d)
+                              for i in range(g)], axis=1)
         oh, ow = exp.shape[2:]
         bias = rng.standard_normal(cout).astype(np.float32)
         res = rng.standard_normal(exp.shape).astype(np.float32)
@@ -934,7 +938,7 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
         kk, _, dd, pads, o3 = conv._geom(k, [1, 1], d, pb, [oh, ow])
         hp, wp = o3[1] + (kk[1] - 1) * dd[1], o3[2] + (kk[2] - 1) * dd[2]
         epi = Epilogue(bias, RELU, 0.0, 0.0, True)
-        plan = conv._implicit_plan((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(1, cout, -1)),
+        plan = conv._implicit_plan((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(g, cout // g, -1)),
                                    (n, cout, oh, ow), cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi)
         y = plan(x4, res)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k[0] * k[1]),

@@ -566,8 +566,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             return out
         pointwise.parallel = product is _product  # type: ignore[attr-defined]
         return pointwise
-    if (microgemm.ENABLED and g == 1 and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1]
-            and cpg <= IMPLICIT_MAX_COUT and o3[2] >= IMPLICIT_MIN_WIDTH
+    if (microgemm.ENABLED and c // g >= 2 and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1
+            and s == [1, 1, 1] and cpg <= IMPLICIT_MAX_COUT and o3[2] >= IMPLICIT_MIN_WIDTH
             and n * cpg * o3[1] * (o3[2] + (kk[2] - 1) * d[2]) <= IMPLICIT_MAX_WIDE):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
                               kk[1], kk[2], d[1], d[2], pb, epilogue)
@@ -1202,21 +1202,27 @@ def _direct_serial_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tup
     return direct
 
 
-# A dense stride-1 2-D float32 convolution as an implicit GEMM (irnorm's GEMM kernels enabled: AVX-512): the
-# input zero-padded once (fill_padded), then per image wide [Cout, oh * wp] = w [Cout, CK] @ B, where B's row
+# A stride-1 2-D / 1-D float32 convolution (dense, or grouped with at least two input channels a group) as an
+# implicit GEMM (irnorm's GEMM kernels enabled: AVX-512): the input zero-padded once (fill_padded), then per
+# image and group wide [Cout/G, oh * wp] = w [Cout/G, CK/G] @ B, where B's row
 # for tap (channel, ky, kx) is the padded plane read from ky * dh * wp + kx * dw on -- microgemm's
 # gemm_rows_at takes the rows by offset, so nothing is unfolded; the product runs in the padded row width
 # (columns past ow read into the next row and are dropped when the valid ones are copied out), then the
 # fused step's epilogue.  Column ranges (whole panels) go to the threads.
 @njit(nogil=True, cache=True, error_model="numpy")
 def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no cover
-    """Columns j0..j1-1 of image n's product, into wide [N, Cout, oh * wp]."""
-    c_out, ck = w.shape
+    """Columns j0..j1-1 of image n's product, group by group, into wide [N, Cout, oh * wp]; w [G, Cout/G,
+    CK/G], offs the taps of one group's channels."""
+    groups, cpg, ck = w.shape
+    c_out = groups * cpg
+    cin_g = c_in // groups
     length = wide.shape[2]
-    microgemm.gemm_rows_at(np.int64(c_out), np.int64(length), np.int64(ck), np.int64(w.ctypes.data), np.int64(ck),
-                           np.int64(xp.ctypes.data + n * c_in * hp * wp * 4), np.int64(offs.ctypes.data),
-                           np.int64(wide.ctypes.data + n * c_out * length * 4), np.int64(length), np.int64(j0),
-                           np.int64(j1))
+    for g in range(groups):
+        src = xp.ctypes.data + (n * c_in + g * cin_g) * hp * wp * 4
+        dst = wide.ctypes.data + (n * c_out + g * cpg) * length * 4
+        microgemm.gemm_rows_at(np.int64(cpg), np.int64(length), np.int64(ck), np.int64(w[g].ctypes.data),
+                               np.int64(ck), np.int64(src), np.int64(offs.ctypes.data), np.int64(dst),
+                               np.int64(length), np.int64(j0), np.int64(j1))
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
@@ -1272,7 +1278,9 @@ IMPLICIT_PARALLEL_MIN = 1 << 21
 # [1, 16, 75, 75] -> 16 114 -> 92 (banded), [1, 64, 16, 16] -> 16 28 -> 27, [1, 8, 150, 150] -> 16 183 -> 194;
 # with more channels the GEMM on an unfolded panel won ([1, 64, 16, 16] -> 64 56 / 65, [2, 16, 32, 32] -> 32
 # 59 / 66, [1, 128, 8, 8] -> 128 64 / 76: each block of rows re-reads B's scattered rows from L2), and on
-# 4x4 and 2x2 maps the one-call GEMM (5.1 / 7.4 us, 6.5 / 12.2).
+# 4x4 and 2x2 maps the one-call GEMM (5.1 / 7.4 us, 6.5 / 12.2).  Grouped: wav2vec2's positional 1-D
+# convolution ([1, 32, 19] in 2 groups, 16 taps) 42 -> 9.5 us, RegNetY's [1, 32, 8, 8] in groups of 8 7.3 ->
+# 5.6, [1, 64, 16, 16] in groups of 8 26 -> 24 (the direct kernel before).
 # And only while its product in the padded width fits in L2 (IMPLICIT_MAX_WIDE floats): it is written, read
 # back for the copy into the output and the output again for the epilogue, which on SSD-VGG's first layers
 # cost more than the product ([1, 8, 300, 300] -> 8 599 -> 1357 us, [1, 8, 150, 150] -> 16 228 -> 746; the
@@ -1285,7 +1293,7 @@ IMPLICIT_MAX_WIDE = 1 << 17
 def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int, wp: int,
                    kh: int, kw: int, dh: int, dw: int, pb, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     """forward_plan's implicit-GEMM path (implicit_conv) for float32 inputs of shape x5_shape [N, C, 1, H, W]
-    and one group, with a fused step's epilogue in the same call."""
+    and weights w [G, Cout/G, CK/G], with a fused step's epilogue in the same call."""
     import numba
 
     n = x5_shape[0]
@@ -1293,13 +1301,13 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     spare = (kw - 1) * dw
     out4 = (out_shape[0], out_shape[1], out_shape[-2] if len(out_shape) > 3 else 1, out_shape[-1])
     oh = out4[2]
-    w2 = np.ascontiguousarray(w[0])
-    ck = w2.shape[1]
-    offs = np.array([ci * hp * wp + ky * dh * wp + kx * dw for ci in range(c) for ky in range(kh) for kx in range(kw)],
-                    np.int64)
+    w2 = np.ascontiguousarray(w)  # [G, Cout/G, CK/G]
+    ck = w2.shape[2]
+    offs = np.array([ci * hp * wp + ky * dh * wp + kx * dw for ci in range(c // w2.shape[0]) for ky in range(kh)
+                     for kx in range(kw)], np.int64)
     rows_shape = (out4[0] * out4[1], out4[2] * out4[3])
     e = _epilogue_args(epilogue, w2.dtype)
-    parallel = w2.shape[0] * ck * oh * wp * n >= IMPLICIT_PARALLEL_MIN
+    parallel = w2.shape[0] * w2.shape[1] * ck * oh * wp * n >= IMPLICIT_PARALLEL_MIN
     threads = numba.config.NUMBA_NUM_THREADS if parallel else 1
     # ranges of whole panels, about one per thread over the images (the bits do not depend on the cut)
     panels = -(-oh * wp // microgemm.NR)
