@@ -321,6 +321,7 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
     # convolutions, single output rows, a BLAS other than the OpenBLAS irnorm drives
     monkeypatch.setattr(conv.blas, "gemm_pointer", lambda dt: None)
     monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)  # the implicit GEMM (no unfold) has a test of its own
+    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)
     for parallel_min in (1 << 30, 1):
         monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
         taken.clear()
@@ -464,6 +465,7 @@ def _watch_direct(monkeypatch, conv) -> list:
     one-call serial kernel (direct_serial) as 1.  The implicit GEMM, which takes many of these convolutions
     where irnorm's GEMM kernels run (AVX-512), is switched off: the direct kernel is what is tested."""
     monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)
+    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)
     taken: list = []
     orig, serial = conv.direct_conv, conv.direct_serial
     monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
@@ -621,6 +623,7 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
 
     if blas.gemm_pointer(np.dtype(dtype)) is None:
         pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the banded path is not taken")
+    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)  # the implicit GEMM has tests of its own
     taken: list = []
     orig = conv.banded_conv
     monkeypatch.setattr(conv, "banded_conv", lambda *a: taken.append(a[-3]) or orig(*a))
@@ -947,15 +950,17 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
 
 
 def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
-    """conv_forward takes the implicit GEMM for a few output channels on a mid-sized map exactly where
-    irnorm's GEMM kernels are enabled, and not for a map whose product would not fit in L2."""
+    """conv_forward takes the implicit GEMM for a few output channels, or many on a large map, exactly where
+    irnorm's GEMM kernels are enabled, and not for many channels on a small map nor an image's first layer
+    (27 taps)."""
     from irnorm.kernels import conv, microgemm
 
     calls: list = []
     orig = conv.implicit_conv
     monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(1) or orig(*a))
     rng = np.random.default_rng(3)
-    for shape, cout, expected in (((1, 64, 16, 16), 8, microgemm.ENABLED), ((1, 8, 300, 300), 8, False)):
+    for shape, cout, expected in (((1, 64, 16, 16), 8, microgemm.ENABLED), ((1, 16, 40, 40), 32, microgemm.ENABLED),
+                                  ((1, 16, 16, 16), 32, False), ((1, 3, 64, 64), 8, False)):
         x = rng.standard_normal(shape).astype(np.float32)
         w = rng.standard_normal((cout, shape[1], 3, 3)).astype(np.float32)
         before = len(calls)

@@ -567,8 +567,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         pointwise.parallel = product is _product  # type: ignore[attr-defined]
         return pointwise
     if (microgemm.ENABLED and c // g >= 2 and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1
-            and s == [1, 1, 1] and cpg <= IMPLICIT_MAX_COUT and o3[2] >= IMPLICIT_MIN_WIDTH
-            and n * cpg * o3[1] * (o3[2] + (kk[2] - 1) * d[2]) <= IMPLICIT_MAX_WIDE):
+            and s == [1, 1, 1] and ck // g >= DIRECT_MIN_TAPS and o3[2] >= IMPLICIT_MIN_WIDTH
+            and (cpg <= IMPLICIT_MAX_COUT or o3[1] * o3[2] >= IMPLICIT_MIN_PIXELS)):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
                               kk[1], kk[2], d[1], d[2], pb, epilogue)
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
@@ -1281,13 +1281,13 @@ IMPLICIT_PARALLEL_MIN = 1 << 21
 # 4x4 and 2x2 maps the one-call GEMM (5.1 / 7.4 us, 6.5 / 12.2).  Grouped: wav2vec2's positional 1-D
 # convolution ([1, 32, 19] in 2 groups, 16 taps) 42 -> 9.5 us, RegNetY's [1, 32, 8, 8] in groups of 8 7.3 ->
 # 5.6, [1, 64, 16, 16] in groups of 8 26 -> 24 (the direct kernel before).
-# And only while its product in the padded width fits in L2 (IMPLICIT_MAX_WIDE floats): it is written, read
-# back for the copy into the output and the output again for the epilogue, which on SSD-VGG's first layers
-# cost more than the product ([1, 8, 300, 300] -> 8 599 -> 1357 us, [1, 8, 150, 150] -> 16 228 -> 746; the
-# direct kernel writes each output once).
+# More output channels take it on maps of at least IMPLICIT_MIN_PIXELS outputs (SSD-VGG's layers, in isolation:
+# [1, 32, 75, 75] -> 32 339 -> 266 us, [1, 64, 38, 38] -> 64 311 -> 262, [1, 16, 150, 150] -> 16 360 -> 295,
+# [1, 8, 300, 300] -> 8 506 -> 381); filters of fewer than DIRECT_MIN_TAPS taps (an image's first layer) keep
+# the direct kernel ([1, 3, 300, 300] -> 8 202 / 222).
 IMPLICIT_MAX_COUT = 16
 IMPLICIT_MIN_WIDTH = 8
-IMPLICIT_MAX_WIDE = 1 << 17
+IMPLICIT_MIN_PIXELS = 1200
 
 
 def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int, wp: int,
