@@ -58,6 +58,10 @@ PART_FLOPS = 8 << 20
 PART_MAX = 8
 PART_COLS = 16
 
+# Multiply-adds below which a float32 product stays numpy's (one np.matmul): the checks and the kernel call
+# cost more than irnorm's GEMM kernels save on it.
+MICRO_MIN = 1 << 14
+
 _lock = threading.Lock()
 _lookup_lock = threading.Lock()  # _controller's one-time lookup
 _state: dict[str, Any] = {"ctl": None, "found": False, "depth": 0, "saved": 1, "current": None}
@@ -242,6 +246,8 @@ def _as_batches(x: np.ndarray, batch: tuple[int, ...]) -> np.ndarray | None:
         return x.reshape((1, rows, cols))  # only ones dropped: a view
     if lead != batch:
         return None
+    if x.flags.c_contiguous:
+        return x.reshape((-1, rows, cols))  # a view; as_strided below costs ~5 us a call
     dims = [(d, st) for d, st in zip(lead, x.strides[:-2], strict=True) if d != 1]
     if any(s0 != s1 * d1 for (_, s0), (d1, s1) in zip(dims, dims[1:], strict=False)) or dims[-1][1] % item:
         return None
@@ -270,7 +276,7 @@ def _micro_on_numba(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """out = a @ b as one call of irnorm's float32 kernels (blas_blocks.micro_product) on the calling thread,
     when they are enabled (AVX-512) and all three are float32 and laid out for it; False (nothing done)
     otherwise."""
-    if a.dtype != np.float32 or b.dtype != np.float32 or 0 in out.shape:
+    if a.dtype != np.float32 or b.dtype != np.float32 or 0 in out.shape or out.size * a.shape[-1] < MICRO_MIN:
         return False
     from . import microgemm
 

@@ -58,6 +58,11 @@ def matmul_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, ta: bool,
 _LAYOUT_MAX = 1 << 20  # elements of a constant transposed B copied into row-major order at load time (4 MiB f32)
 
 
+# Multiply-adds below which a product by a constant B stays one np.dot call: going through blas.product to
+# irnorm's GEMM kernels costs ~1 us more in Python than the product saves there.
+MICRO_MIN = 1 << 16
+
+
 @register
 class MatMul(Op):
     uses_blas = True
@@ -70,8 +75,9 @@ class MatMul(Op):
     ])
     inputs = (2, 2)
     doc = ("A [..., M, K] x B [..., K, N], batch dims broadcast (numpy rule), 1-D operands as in the spec; "
-           "float32 by irnorm's register-blocked GEMM kernels with AVX-512 where B's rows are contiguous (f16/bf16 "
-           "in float32), others through numpy's BLAS, integers in their own type; a constant B is "
+           "floats through numpy's BLAS (f16/bf16 in float32; with AVX-512 float32 products by a constant B of at "
+           "least 64K multiply-adds by irnorm's register-blocked GEMM kernels), integers in their own type; a "
+           "constant B is "
            "laid out once at load time; a product of at most 4 rows by a constant B (a classifier head, one "
            "token) as dot products in Numba against B's [N, K] rows, its columns split over the threads when large.")
 
@@ -165,8 +171,11 @@ class MatMul(Op):
                     if fits(ins[2], y_shape):
                         one_call(a.reshape(a_rows), y.reshape(y_rows), ins[2].reshape(y_rows))
                         return y, True
-                # one call (float32: irnorm's GEMM kernels), or a large product's column blocks on several threads
-                blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
+                if blocks is None and y.size * a.shape[-1] < MICRO_MIN:
+                    # np.dot: the same GEMM as np.matmul on 2-D operands, without the ufunc machinery (~0.4 us)
+                    np.dot(a.reshape(a_rows), b_ready, out=y.reshape(y_rows))
+                else:  # one call (float32: irnorm's GEMM kernels), or column blocks on several threads
+                    blas.product(a.reshape(a_rows), b_ready, y.reshape(y_rows), blocks)
                 return y, False
             if a.dtype == dtype and b.dtype == dtype and dtype == work and a.ndim > 1 and b.ndim > 1:
                 # batched products of computed operands (attention's Q @ K^T and P @ V): whether the general
@@ -178,15 +187,11 @@ class MatMul(Op):
                                         tb and b_ready is None)
                     if len(small_plans) < 64:
                         small_plans[key] = small
-                if small:  # what the general path does then, into a new C-contiguous result
+                if small:  # what the general path does then; np.matmul's result is new and C-contiguous
                     am = np.swapaxes(a, -1, -2) if ta else a
-                    bm = b_ready if b_ready is not None else (np.swapaxes(b, -1, -2) if tb else b)
-                    if dtype != np.float32:
-                        return np.matmul(am, bm), False
-                    y = np.empty(np.broadcast_shapes(am.shape[:-2], bm.shape[:-2]) + (am.shape[-2], bm.shape[-1]),
-                                 dtype)
-                    blas.product(am, bm, y, None)  # irnorm's GEMM kernels where the rows are contiguous
-                    return y, False
+                    if b_ready is not None:
+                        return np.matmul(am, b_ready), False
+                    return np.matmul(am, np.swapaxes(b, -1, -2) if tb else b), False
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
@@ -205,9 +210,9 @@ class MatMul(Op):
                 # large products are cut into column blocks on several threads (kernels/blas.py)
                 blocks = blas.column_blocks(am.shape[-2], bm.shape[-1], am.shape[-1],
                                             max(math.prod(am.shape[:-2]), math.prod(bm.shape[:-2])))
-                if blocks is None and y_type != np.float32:
+                if blocks is None:
                     y = np.matmul(am, bm)
-                else:  # float32 by irnorm's GEMM kernels where the operands' rows are contiguous
+                else:
                     y = np.empty(np.broadcast_shapes(am.shape[:-2], bm.shape[:-2]) + (am.shape[-2], bm.shape[-1]),
                                  y_type)
                     blas.product(am, bm, y, blocks)
