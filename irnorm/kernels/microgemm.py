@@ -216,38 +216,29 @@ def _view(address, count):  # pragma: no cover - compiled
     return _carray(address, count)
 
 
-@intrinsic
-def _carray(typingctx, address, count):  # pragma: no cover - compiled
-    """A 1-d float32 array over `count` elements at `address` (memory the caller owns)."""
-    arr_t = types.Array(types.float32, 1, "C")
-    sig = arr_t(types.intp, types.intp)
+def _array_at(element: types.Type, itemsize: int):
+    """An intrinsic (address, count) -> a 1-d C array of `element` over memory the caller owns."""
 
-    def codegen(context, builder, signature, args):
-        at, cnt = args
-        ary = context.make_array(arr_t)(context, builder)
-        ptr = builder.inttoptr(at, context.get_value_type(types.float32).as_pointer())
-        itemsize = context.get_constant(types.intp, 4)
-        context.populate_array(ary, data=ptr, shape=[cnt], strides=[itemsize], itemsize=itemsize, meminfo=None)
-        return ary._getvalue()
+    @intrinsic
+    def view(typingctx, address, count):  # pragma: no cover - compiled
+        arr_t = types.Array(element, 1, "C")
+        sig = arr_t(types.intp, types.intp)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            at, cnt = args
+            ary = context.make_array(arr_t)(context, builder)
+            ptr = builder.inttoptr(at, context.get_value_type(element).as_pointer())
+            size = context.get_constant(types.intp, itemsize)
+            context.populate_array(ary, data=ptr, shape=[cnt], strides=[size], itemsize=size, meminfo=None)
+            return ary._getvalue()
+
+        return sig, codegen
+
+    return view
 
 
-@intrinsic
-def _offsets_view(typingctx, address, count):  # pragma: no cover - compiled
-    """A 1-d int64 array over `count` elements at `address` (memory the caller owns)."""
-    arr_t = types.Array(types.int64, 1, "C")
-    sig = arr_t(types.intp, types.intp)
-
-    def codegen(context, builder, signature, args):
-        at, cnt = args
-        ary = context.make_array(arr_t)(context, builder)
-        ptr = builder.inttoptr(at, context.get_value_type(types.int64).as_pointer())
-        itemsize = context.get_constant(types.intp, 8)
-        context.populate_array(ary, data=ptr, shape=[cnt], strides=[itemsize], itemsize=itemsize, meminfo=None)
-        return ary._getvalue()
-
-    return sig, codegen
+_carray = _array_at(types.float32, 4)
+_offsets_view = _array_at(types.int64, 8)
 
 
 @njit(nogil=True, cache=True, inline="always")
