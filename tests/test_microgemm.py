@@ -53,10 +53,11 @@ def test_strided_rows_and_a_column_range_leave_the_rest_alone():
     assert np.all(c[:, :13] == -7.0) and np.all(c[:, 61:] == -7.0)
 
 
-def test_the_column_cut_does_not_change_a_bit():
+@pytest.mark.parametrize("k", [777, microgemm.SHALLOW_K])  # two depth blocks; C's tiles along its rows
+def test_the_column_cut_does_not_change_a_bit(k):
     rng = np.random.default_rng(2)
-    a = rng.standard_normal((29, 777)).astype(np.float32)  # two depth blocks
-    b = rng.standard_normal((777, 150)).astype(np.float32)
+    a = rng.standard_normal((29, k)).astype(np.float32)
+    b = rng.standard_normal((k, 150)).astype(np.float32)
     whole = _gemm(a, b)
     parts = np.full_like(whole, np.nan)
     for lo, hi in ((0, 7), (7, 48), (48, 49), (49, 150)):
@@ -174,3 +175,33 @@ def test_rows_by_offset_are_the_gathered_product():
                                3, n - 2)
         np.testing.assert_array_equal(part[:, 3:n - 2], want[:, 3:n - 2])
         assert np.all(part[:, :3] == -1) and np.all(part[:, n - 2:] == -1)
+
+
+@pytest.mark.parametrize("cols", [1, 5, microgemm.NH - 1])
+def test_last_columns_read_and_write_only_their_lanes(cols):
+    """The last columns of a product narrower than a half panel take masked tiles: B's rows ending at the end
+    of a readable page (the next one is inaccessible: an over-read would crash the process) and C's columns
+    beyond the product untouched, over two depth blocks (the second adds to C)."""
+    import ctypes
+    import mmap
+
+    rng = np.random.default_rng(cols)
+    m, k = 13, microgemm.KC + 9
+    page = mmap.PAGESIZE
+    size = -(-k * cols * 4 // page) * page
+    region = mmap.mmap(-1, size + page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None)
+    assert libc.mprotect(ctypes.c_void_p(base + size), ctypes.c_size_t(page), 0) == 0  # PROT_NONE guard page
+    try:
+        flat = np.frombuffer(region, np.float32, count=size // 4)
+        b = flat[size // 4 - k * cols:].reshape(k, cols)  # B's last element is the page's last
+        b[...] = rng.standard_normal((k, cols)).astype(np.float32)
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        c = np.full((m, cols + 3), np.nan, np.float32)
+        microgemm.gemm(m, cols, k, a.ctypes.data, k, b.ctypes.data, cols, c.ctypes.data, cols + 3, 0, cols)
+        _close(c[:, :cols], a, b)
+        assert np.isnan(c[:, cols:]).all()
+        del b, flat
+    finally:
+        libc.mprotect(ctypes.c_void_p(base + size), ctypes.c_size_t(page), 3)

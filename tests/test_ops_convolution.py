@@ -320,8 +320,7 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
     # the unfolds as they run without the banded path (test_banded_convolution): grouped and 3-D
     # convolutions, single output rows, a BLAS other than the OpenBLAS irnorm drives
     monkeypatch.setattr(conv.blas, "gemm_pointer", lambda dt: None)
-    monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)  # the implicit GEMM (no unfold) has a test of its own
-    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)
+    _without_implicit(monkeypatch, conv)  # the implicit GEMM (no unfold) has a test of its own
     for parallel_min in (1 << 30, 1):
         monkeypatch.setattr(conv, "UNFOLD_PARALLEL_MIN", parallel_min)
         taken.clear()
@@ -460,12 +459,20 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
     np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
 
 
+def _without_implicit(monkeypatch, conv) -> None:
+    """Every convolution off the implicit GEMM (where irnorm's GEMM kernels run it takes many): the paths it
+    would replace are what a test checks."""
+    monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)
+    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)
+    monkeypatch.setattr(conv, "IMPLICIT_SMALL_COL", -1)
+    monkeypatch.setattr(conv, "STRIDED_MAX_COUT", -1)
+
+
 def _watch_direct(monkeypatch, conv) -> list:
     """Record each direct_conv call's task count (its last argument) while still running it; a call of the
     one-call serial kernel (direct_serial) as 1.  The implicit GEMM, which takes many of these convolutions
     where irnorm's GEMM kernels run (AVX-512), is switched off: the direct kernel is what is tested."""
-    monkeypatch.setattr(conv, "IMPLICIT_MAX_COUT", 0)
-    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)
+    _without_implicit(monkeypatch, conv)
     taken: list = []
     orig, serial = conv.direct_conv, conv.direct_serial
     monkeypatch.setattr(conv, "direct_conv", lambda *a: taken.append(a[-1]) or orig(*a))
@@ -623,7 +630,7 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
 
     if blas.gemm_pointer(np.dtype(dtype)) is None:
         pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the banded path is not taken")
-    monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)  # the implicit GEMM has tests of its own
+    _without_implicit(monkeypatch, conv)  # the implicit GEMM has tests of its own
     taken: list = []
     orig = conv.banded_conv
     monkeypatch.setattr(conv, "banded_conv", lambda *a: taken.append(a[-3]) or orig(*a))
@@ -681,6 +688,7 @@ def test_one_call_convolution(monkeypatch, shape, k, cout, strides, pads, dtype,
 
     if blas.gemm_pointer(np.dtype(dtype)) is None:
         pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the one-call path is not taken")
+    _without_implicit(monkeypatch, conv)  # (which takes some of these where irnorm's GEMM kernels run)
     rng = np.random.default_rng(sum(shape) + cout + len(case))
     x = rng.standard_normal(shape).astype(dtype)
     if shape[2] * shape[3] > 4:  # (where NaN would not cover every output)
@@ -905,11 +913,12 @@ def test_depthwise3_rows(tmp_path, shape, stride, pads, dtype):
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
-    """Stride-1 2-D / 1-D float32 convolutions, dense and grouped, as an implicit GEMM (taps read by offset
-    from the padded input, the product in the padded row width, the valid columns copied out): the float64
-    reference's values over random geometries, dilations, pads, groups and batches, with a fused epilogue (bias,
-    residual, Relu) as a fused step has it, serial and with the columns over the threads.  Built directly,
-    so checked on any CPU; networks take it where irnorm's GEMM kernels are enabled (next test)."""
+    """2-D / 1-D float32 convolutions, dense and grouped, as an implicit GEMM (taps read by offset from the
+    padded input -- with strides, from its phase planes --, the product in the padded row width, the valid
+    columns copied out): the float64 reference's values over random geometries, strides, dilations, pads,
+    groups and batches, with a fused epilogue (bias, residual, Relu) as a fused step has it, serial and with
+    the columns over the threads.  Built directly, so checked on any CPU; networks take it where irnorm's
+    GEMM kernels are enabled (next test)."""
     from irnorm.kernels import conv
     from irnorm.kernels.activation import RELU, Epilogue
 
@@ -917,12 +926,15 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
         monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
     calls: list = []
     orig = conv.implicit_conv
-    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(a[10]) or orig(*a))
+    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(a[11]) or orig(*a))
     rng = np.random.default_rng(33)
-    for case in range(12):
+    cases = 24
+    for case in range(cases):
         one_d = case % 4 == 3
         k = [1, int(rng.integers(1, 6))] if one_d else [int(v) for v in rng.integers(1, 4, 2)]
         d = [1, int(rng.integers(1, 3))] if one_d else [int(v) for v in rng.integers(1, 3, 2)]
+        st = ([1, 1] if case < 8 else [1, int(rng.integers(2, 5))] if one_d
+              else [int(v) for v in rng.integers(1, 5, 2)])
         pb = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
         pe = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
         g = int(rng.integers(1, 4)) if case % 3 else 1
@@ -932,39 +944,45 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
         x4 = rng.standard_normal((n, cin, *spatial)).astype(np.float32)
         w4 = rng.standard_normal((cout, cin // g, *k)).astype(np.float32)
         exp = np.concatenate([R.convolution(x4[:, i * cin // g:(i + 1) * cin // g],
-                                            w4[i * cout // g:(i + 1) * cout // g], [1, 1], pb, pe, d)
+                                            w4[i * cout // g:(i + 1) * cout // g], st, pb, pe, d)
                               for i in range(g)], axis=1)
         oh, ow = exp.shape[2:]
         bias = rng.standard_normal(cout).astype(np.float32)
         res = rng.standard_normal(exp.shape).astype(np.float32)
         want = np.maximum(exp + bias.reshape(1, -1, 1, 1) + res, 0)
-        kk, _, dd, pads, o3 = conv._geom(k, [1, 1], d, pb, [oh, ow])
-        hp, wp = o3[1] + (kk[1] - 1) * dd[1], o3[2] + (kk[2] - 1) * dd[2]
+        kk, ss, dd, pads, o3 = conv._geom(k, st, d, pb, [oh, ow])
+        hp, wp = o3[1] + (kk[1] - 1) * dd[1] // ss[1], o3[2] + (kk[2] - 1) * dd[2] // ss[2]
         epi = Epilogue(bias, RELU, 0.0, 0.0, True)
         plan = conv._implicit_plan((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(g, cout // g, -1)),
-                                   (n, cout, oh, ow), cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi)
+                                   (n, cout, oh, ow), cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi, ss[1], ss[2])
         y = plan(x4, res)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k[0] * k[1]),
                                    err_msg=f"case {case}")
-    assert len(calls) == 12 and (max(calls) > 1) == parallel
+    assert len(calls) == cases and (max(calls) > 1) == parallel
 
 
 def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
-    """conv_forward takes the implicit GEMM for a few output channels, or many on a large map, exactly where
-    irnorm's GEMM kernels are enabled, and not for many channels on a small map nor an image's first layer
-    (27 taps)."""
+    """conv_forward takes the implicit GEMM for a few output channels, many on a large map or on a map whose
+    unfolded columns are few, and strided filters (phase planes) of up to STRIDED_MAX_COUT output channels,
+    exactly where irnorm's GEMM kernels are enabled; not for many channels on a mid-sized map, an image's
+    first layer at stride 1 (27 taps), a strided 1x1 filter nor 128 strided output channels."""
     from irnorm.kernels import conv, microgemm
 
     calls: list = []
     orig = conv.implicit_conv
     monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(1) or orig(*a))
     rng = np.random.default_rng(3)
-    for shape, cout, expected in (((1, 64, 16, 16), 8, microgemm.ENABLED), ((1, 16, 40, 40), 32, microgemm.ENABLED),
-                                  ((1, 16, 16, 16), 32, False), ((1, 3, 64, 64), 8, False)):
+    on = microgemm.ENABLED
+    for shape, cout, k, st, expected in (((1, 64, 16, 16), 8, 3, 1, on), ((1, 16, 40, 40), 32, 3, 1, on),
+                                         ((1, 48, 9, 9), 32, 3, 1, on), ((1, 64, 16, 16), 64, 3, 1, False),
+                                         ((1, 3, 64, 64), 8, 3, 1, False), ((1, 3, 64, 64), 64, 7, 2, on),
+                                         ((1, 16, 32, 32), 16, 1, 2, False), ((1, 32, 32, 32), 128, 3, 2, False)):
         x = rng.standard_normal(shape).astype(np.float32)
-        w = rng.standard_normal((cout, shape[1], 3, 3)).astype(np.float32)
+        w = rng.standard_normal((cout, shape[1], k, k)).astype(np.float32)
+        p = k // 2
+        want = R.convolution(x, w, [st, st], [p, p], [p, p], [1, 1])
         before = len(calls)
-        y = conv.conv_forward(x, np.ascontiguousarray(w.reshape(1, cout, -1)), (3, 3), (1, 1), (1, 1), (1, 1),
-                              shape[2:])
-        assert (len(calls) > before) == expected, shape
-        np.testing.assert_allclose(y, R.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1]), rtol=1e-4, atol=1e-3)
+        y = conv.conv_forward(x, np.ascontiguousarray(w.reshape(1, cout, -1)), (k, k), (st, st), (1, 1), (p, p),
+                              want.shape[2:])
+        assert (len(calls) > before) == expected, (shape, cout, k, st)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3)

@@ -49,7 +49,7 @@ from .halfprec import cast_like
 from .jit import c_array, entry, njit, prange
 from .linear import dot_lanes
 from .opcodes import REDUCE_SUM
-from .planes import fill_padded
+from .planes import fill_padded, fill_phases
 from .pool import OUTPUTS, SCRATCH
 from .reduce import _rows_to
 
@@ -568,9 +568,14 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         return pointwise
     if (microgemm.ENABLED and c // g >= 2 and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1
             and s == [1, 1, 1] and ck // g >= DIRECT_MIN_TAPS and o3[2] >= IMPLICIT_MIN_WIDTH
-            and (cpg <= IMPLICIT_MAX_COUT or o3[1] * o3[2] >= IMPLICIT_MIN_PIXELS)):
+            and (cpg <= IMPLICIT_MAX_COUT or o3[1] * o3[2] >= IMPLICIT_MIN_PIXELS
+                 or n * ck * p_out <= IMPLICIT_SMALL_COL)):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
                               kk[1], kk[2], d[1], d[2], pb, epilogue)
+    if (microgemm.ENABLED and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s[0] == 1
+            and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH and cpg <= STRIDED_MAX_COUT):
+        return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1] // s[1],
+                              o3[2] + (kk[2] - 1) * d[2] // s[2], kk[1], kk[2], d[1], d[2], pb, epilogue, s[1], s[2])
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
             and _direct_fits(cpg, ck // g, g, kk[2], p_out)):
         hp, wp = o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2]
@@ -771,14 +776,19 @@ def epilogue_rows(rows, res, bias, c_count, code, p0, p1, k):  # pragma: no cove
     """A fused step's epilogue in place on its output as rows [N * C, P], on the calling thread: + bias[row %
     c_count] (when bias is not empty), + res [N * C, P] (when res has rows), then activation `code` (none when
     negative) -- the element operations of the Add / Add / activation layers (kernels/activation.py's)."""
-    n = rows.shape[0]
+    epilogue_range(rows, res, bias, c_count, code, p0, p1, k, 0, rows.shape[0])
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def epilogue_range(rows, res, bias, c_count, code, p0, p1, k, r0, r1):  # pragma: no cover
+    """epilogue_rows on rows r0..r1-1 only (a thread's share)."""
     if res.shape[0] > 0:
-        residual_rows(code, rows, res, bias, c_count, 0, n, p0, p1, k)
+        residual_rows(code, rows, res, bias, c_count, r0, r1, p0, p1, k)
     elif bias.shape[0] > 0 or code >= 0:
         if rows.shape[1] < 256:
-            _bias_act_short_rows(code, rows, bias, c_count, False, 0, n, p0, p1, k)
+            _bias_act_short_rows(code, rows, bias, c_count, False, r0, r1, p0, p1, k)
         else:
-            _bias_act_rows(code, rows, bias, c_count, 0, n, p0, p1, k)
+            _bias_act_rows(code, rows, bias, c_count, r0, r1, p0, p1, k)
 
 
 class _EpilogueArgs(NamedTuple):
@@ -1226,14 +1236,20 @@ def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no co
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def implicit_conv(x, fill, w, offs, out, c_in, hp, wp, spare, parts, tasks, res, bias, code, p0, p1,
+def implicit_conv(x, fill, phases, w, offs, out, c_in, hp, wp, spare, parts, tasks, res, bias, code, p0, p1,
                   k):  # pragma: no cover
     """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
     columns in `parts` ranges of whole panels, the (image, range) jobs in `tasks` groups over the threads (1:
-    the calling thread); then the valid columns copied out and the epilogue (epilogue_rows)."""
+    the calling thread); then the valid columns copied out and the epilogue (epilogue_rows).  `phases`
+    (sh, sw, ph, pw): strides above one split each padded input plane into its sh x sw phases (fill_phases;
+    hp = sh * sw * the phase planes' height, wp their width), else the plain padding of `fill`."""
     planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
+    sh, sw, ph, pw = phases
     xp = np.empty(planes * hp * wp + spare, np.float32)
-    fill_padded(x, planes, h, w_in, xp, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+    if sh * sw > 1:
+        fill_phases(x, planes, h, w_in, xp, sh, sw, hp // (sh * sw), wp, ph, pw)
+    else:
+        fill_padded(x, planes, h, w_in, xp, hp, wp, ys, ye, xs, xe, y0, x0, 0)
     n_count, c_out, oh, ow = out.shape
     length = oh * wp
     wide = np.empty((n_count, c_out, length), np.float32)
@@ -1248,25 +1264,30 @@ def implicit_conv(x, fill, w, offs, out, c_in, hp, wp, spare, parts, tasks, res,
                 n, part = j // parts, j % parts
                 _implicit_part(xp, w, offs, wide, n, min(length, part * panels // parts * microgemm.NR),
                                min(length, (part + 1) * panels // parts * microgemm.NR), c_in, hp, wp)
+    rows = out.reshape((n_count * c_out, oh * ow))
     if tasks == 1:
         _implicit_copy(wide, out, wp, 0, n_count * c_out)
-    else:
+        epilogue_rows(rows, res, bias, c_out, code, p0, p1, k)
+    else:  # each thread's planes copied out and finished while in its cache
         for t in prange(tasks):
-            _implicit_copy(wide, out, wp, t * n_count * c_out // tasks, (t + 1) * n_count * c_out // tasks)
-    epilogue_rows(out.reshape((n_count * c_out, oh * ow)), res, bias, c_out, code, p0, p1, k)
+            r0, r1 = t * n_count * c_out // tasks, (t + 1) * n_count * c_out // tasks
+            _implicit_copy(wide, out, wp, r0, r1)
+            epilogue_range(rows, res, bias, c_out, code, p0, p1, k, r0, r1)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _implicit_copy(wide, out, wp, r0, r1):  # pragma: no cover
-    """The valid columns of output planes r0..r1-1 (image * Cout + channel) from wide into out."""
-    c_out, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    """The valid columns of output planes r0..r1-1 (image * Cout + channel) from wide into out.  Flat
+    unsigned indices: through the planes' 2-D views the row loop did not vectorize (65K values 22 -> 3 us)."""
+    oh, ow = out.shape[2], out.shape[3]
+    length = wide.shape[2]
+    src = wide.reshape(-1)
+    dst = out.reshape(-1)
     for r in range(r0, r1):
-        src = wide[r // c_out, r % c_out]
         for y in range(oh):
-            dst = out[r // c_out, r % c_out, y]
-            base = y * wp
+            s0, d0 = r * length + y * wp, (r * oh + y) * ow
             for t in range(ow):
-                dst[t] = src[base + t]
+                dst[np.uintp(d0 + t)] = src[np.uintp(s0 + t)]
 
 
 # Multiply-adds from which an implicit-GEMM convolution shares its columns out over the threads.
@@ -1284,27 +1305,44 @@ IMPLICIT_PARALLEL_MIN = 1 << 21
 # More output channels take it on maps of at least IMPLICIT_MIN_PIXELS outputs (SSD-VGG's layers, in isolation:
 # [1, 32, 75, 75] -> 32 339 -> 266 us, [1, 64, 38, 38] -> 64 311 -> 262, [1, 16, 150, 150] -> 16 360 -> 295,
 # [1, 8, 300, 300] -> 8 506 -> 381); filters of fewer than DIRECT_MIN_TAPS taps (an image's first layer) keep
-# the direct kernel ([1, 3, 300, 300] -> 8 202 / 222).
+# the direct kernel ([1, 3, 300, 300] -> 8 202 / 222).  And any number on maps whose unfolded columns fit
+# SMALL_COL, where the one-call path would gather them element by element (with the masked last columns of
+# kernels/microgemm.py; AlexNet's [1, 48, 9, 9] -> 32 29 -> 18 us, [1, 32, 8, 8] -> 32 15 -> 10, [1, 64, 8, 8]
+# -> 64 37 -> 27).
 IMPLICIT_MAX_COUT = 16
+IMPLICIT_SMALL_COL = SMALL_COL
+# Strided 2-D convolutions (not 1x1) take it over their inputs' phase planes (fill_phases) with at most
+# STRIDED_MAX_COUT output channels a group and output rows IMPLICIT_MIN_WIDTH wide.  Measured (AVX-512 EPYC,
+# 2 threads) against the paths before: ResNet's 7x7 / 2 stem [1, 3, 64, 64] -> 64 72 -> 66 us (banded),
+# AlexNet's 11x11 / 4 [1, 3, 160, 160] -> 8 73 -> 55, RegNetY's grouped 3x3 / 2 [1, 16, 32, 32] in 2 groups
+# 27 -> 12 and [1, 32, 16, 16] in 4 groups 26 -> 16, a 3x3 / 2 stem [1, 3, 64, 64] -> 8 12 -> 8; level for
+# [1, 64, 16, 16] -> 64 (36 us), slower for 128 outputs ([1, 64, 32, 32]: 120 -> 128) and for rows of 4.
+STRIDED_MAX_COUT = 64
 IMPLICIT_MIN_WIDTH = 8
 IMPLICIT_MIN_PIXELS = 1200
 
 
 def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int, wp: int,
-                   kh: int, kw: int, dh: int, dw: int, pb, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
+                   kh: int, kw: int, dh: int, dw: int, pb, epilogue: Epilogue | None, sh: int = 1, sw: int = 1
+                   ) -> Callable[..., np.ndarray]:
     """forward_plan's implicit-GEMM path (implicit_conv) for float32 inputs of shape x5_shape [N, C, 1, H, W]
-    and weights w [G, Cout/G, CK/G], with a fused step's epilogue in the same call."""
+    and weights w [G, Cout/G, CK/G], with a fused step's epilogue in the same call.  hp x wp: the padded
+    planes (stride 1), or with strides sh, sw above one each phase plane (fill_phases: oh + (kh - 1) // sh
+    rows of ow + (kw - 1) // sw)."""
     import numba
 
     n = x5_shape[0]
     fill = tuple(int(v) for v in _fill_geometry(x5_shape, hp, wp, pb))
-    spare = (kw - 1) * dw
+    phases = (sh, sw, int(pb[1]), int(pb[2]))
+    spare = (kw - 1) * dw // sw
     out4 = (out_shape[0], out_shape[1], out_shape[-2] if len(out_shape) > 3 else 1, out_shape[-1])
     oh = out4[2]
     w2 = np.ascontiguousarray(w)  # [G, Cout/G, CK/G]
     ck = w2.shape[2]
-    offs = np.array([ci * hp * wp + ky * dh * wp + kx * dw for ci in range(c // w2.shape[0]) for ky in range(kh)
-                     for kx in range(kw)], np.int64)
+    # tap (channel, ky, kx): its row of the padded plane (stride 1) or of its phase plane, from (ky // sh, kx // sw)
+    offs = np.array([((ci * sh + ky * dh % sh) * sw + kx * dw % sw) * hp * wp + ky * dh // sh * wp + kx * dw // sw
+                     for ci in range(c // w2.shape[0]) for ky in range(kh) for kx in range(kw)], np.int64)
+    hp *= sh * sw  # one input channel's values: all its phase planes
     rows_shape = (out4[0] * out4[1], out4[2] * out4[3])
     e = _epilogue_args(epilogue, w2.dtype)
     parallel = w2.shape[0] * w2.shape[1] * ck * oh * wp * n >= IMPLICIT_PARALLEL_MIN
@@ -1313,16 +1351,16 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     panels = -(-oh * wp // microgemm.NR)
     parts = max(1, min(panels, -(-threads // n))) if parallel else 1
     tasks = min(n * parts, threads) if parallel else 1
-    run = entry(implicit_conv, c_array(1, w2.dtype), fill, w2, offs, c_array(4, w2.dtype), c, hp, wp, spare, parts,
-                tasks, c_array(2, w2.dtype), e.bias, e.code, e.p0, e.p1, e.k)
+    run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype), c, hp, wp, spare,
+                parts, tasks, c_array(2, w2.dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
     def implicit(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
         if _broadcasts(epilogue, res, out_shape, w2.dtype):
-            return with_epilogue(_implicit_plan(x5_shape, w, out_shape, c, hp, wp, kh, kw, dh, dw, pb, None),
-                                 epilogue)(x, res)
+            return with_epilogue(_implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh, kw, dh, dw, pb,
+                                                None, sh, sw), epilogue)(x, res)
         out = OUTPUTS.empty(out_shape, w2.dtype)
-        run(np.ascontiguousarray(x).reshape(-1), fill, w2, offs, out.reshape(out4), c, hp, wp, spare, parts, tasks,
-            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
+        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4), c, hp, wp, spare, parts,
+            tasks, _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
         return out
     implicit.fused = True  # type: ignore[attr-defined]
     implicit.parallel = tasks > 1  # type: ignore[attr-defined]

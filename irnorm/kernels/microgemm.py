@@ -16,15 +16,14 @@ Used only where Numba compiles for AVX-512 (``ENABLED``); elsewhere products sta
 Each element of C is one chain of fused multiply-adds over k in order (k = 0, 1, ...), whatever the blocks:
 the bits do not depend on how a product is cut into column blocks or threads.  The driver (``gemm``) packs
 reads B's rows in place (packing them into a contiguous panel measured slower: [64, 147] x [147, 1024] 78 -> 99
-us), takes a last panel of NR / 2 columns with kernels of that width and zero-pads only a narrower rest into a
-scratch panel, cuts the rows into ceil(M / MR) blocks
+us), takes a last panel of NR / 2 columns with kernels of that width and a narrower rest with masked loads and
+stores (AVX-512's lane masks: no packing, nothing read past a row's last column), cuts the rows into ceil(M / MR) blocks
 of nearly equal height (one kernel per height), and cuts K into blocks of KC (the first block stores, the
 next ones add to C).
 """
 
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -56,76 +55,120 @@ ENABLED = AVX512
 MR, NR = 12, 32  # 24 of the 32 zmm registers hold C's tile
 # Depth per block: a [KC, NR] panel of B (48 KiB with NR = 32) stays in L2 beside MR rows of A.
 KC = 384
+# Products this shallow or shallower (a 1x1 convolution of few channels) write C's tiles along its rows, a
+# row block at a time, not down its columns panel by panel: a tile's few multiply-adds cannot hide its 12
+# row stores, which down a column of a C whose rows are 4 KiB apart all land in the same L1 sets.  Measured
+# (AVX-512 EPYC, one thread): [48, 8] x [8, 1024] 17.1 -> 5.0 us, [48, 16] x [16, 1024] 11.4 -> 8.4; level at
+# depth 32, slower at [64, 24] x [24, 1024] (15.2 -> 16.4).
+SHALLOW_K = 16
 
 
-def _tile_kernel(mr: int, nr: int, accumulate: bool, offsets: bool = False):
+def _tile_kernel(mr: int, nr: int, accumulate: bool, offsets: bool = False, masked: bool = False):
     """C[0:mr, 0:nr] (=, or += with `accumulate`) A[0:mr, 0:k] @ B[0:k, 0:nr] with A, B, C given as
     addresses of float32 data and their row strides in elements (B's rows hold nr contiguous values).
     With `offsets`, `ldb` is instead the address of int64 element offsets, B's row kk at b + offsets[kk]:
-    a convolution's taps read straight from its padded input (an implicit GEMM, no unfold)."""
+    a convolution's taps read straight from its padded input (an implicit GEMM, no unfold).  With `masked`
+    the kernel takes a last argument `cols` (< nr): only B's and C's first `cols` columns are read and
+    written (masked vector loads and stores: a product's last columns, no packing)."""
+
+    def codegen(context, builder, signature, args):  # pragma: no cover - compiled
+        a_at, lda_, b_at, ldb_, c_at, ldc_, depth = args[:7]
+        f32 = ir.FloatType()
+        vt = ir.VectorType(f32, nr)
+        fptr = f32.as_pointer()
+        i32 = ir.IntType(32)
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]),
+                                             f"llvm.fma.v{nr}f32")
+        if masked:
+            lanes = ir.Constant(ir.VectorType(args[7].type, nr), list(range(nr)))
+            cols = builder.insert_element(ir.Constant(lanes.type, ir.Undefined), args[7], ir.Constant(i32, 0))
+            cols = builder.shuffle_vector(cols, ir.Constant(lanes.type, ir.Undefined),
+                                          ir.Constant(ir.VectorType(i32, nr), [0] * nr))
+            mask = builder.icmp_signed("<", lanes, cols)
+            load_v, store_v = _masked_ops(builder, vt)
+        a_p = builder.inttoptr(a_at, fptr)
+        b_p = builder.inttoptr(b_at, fptr)
+        c_p = builder.inttoptr(c_at, fptr)
+        accs = [cgutils.alloca_once(builder, vt) for _ in range(mr)]
+        for acc in accs:
+            builder.store(ir.Constant(vt, [0.0] * nr), acc)
+        splat = ir.Constant(ir.VectorType(i32, nr), [0] * nr)
+        undef = ir.Constant(vt, ir.Undefined)
+        rows = [builder.gep(a_p, [builder.mul(ir.Constant(lda_.type, i), lda_)]) for i in range(mr)]
+        offs_p = builder.inttoptr(ldb_, ir.IntType(64).as_pointer()) if offsets else None
+        with cgutils.for_range(builder, depth) as loop:
+            kk = loop.index
+            row = builder.load(builder.gep(offs_p, [kk])) if offsets else builder.mul(kk, ldb_)
+            b_row = builder.bitcast(builder.gep(b_p, [row]), vt.as_pointer())
+            bv = builder.call(load_v, [b_row, ir.Constant(i32, 4), mask, ir.Constant(vt, [0.0] * nr)]) \
+                if masked else builder.load(b_row, align=4)
+            for i in range(mr):
+                av = builder.load(builder.gep(rows[i], [kk]))
+                bc = builder.shuffle_vector(builder.insert_element(undef, av, ir.Constant(i32, 0)), undef,
+                                            splat)
+                builder.store(builder.call(fma, [bc, bv, builder.load(accs[i])]), accs[i])
+        for i in range(mr):
+            cp = builder.bitcast(builder.gep(c_p, [builder.mul(ir.Constant(ldc_.type, i), ldc_)]),
+                                 vt.as_pointer())
+            v = builder.load(accs[i])
+            if masked:
+                if accumulate:
+                    v = builder.fadd(builder.call(load_v, [cp, ir.Constant(i32, 4), mask,
+                                                           ir.Constant(vt, [0.0] * nr)]), v)
+                builder.call(store_v, [v, cp, ir.Constant(i32, 4), mask])
+                continue
+            if accumulate:
+                v = builder.fadd(builder.load(cp, align=4), v)
+            builder.store(v, cp, align=4)
+        return context.get_dummy_value()
+
+    if masked:
+        @intrinsic
+        def tile_masked(typingctx, a, lda, b, ldb, c, ldc, k, cols):  # pragma: no cover - compiled
+            return types.void(*([types.intp] * 8)), codegen
+        return tile_masked
 
     @intrinsic
     def tile(typingctx, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
-        sig = types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, types.intp)
-
-        def codegen(context, builder, signature, args):
-            a_at, lda_, b_at, ldb_, c_at, ldc_, depth = args
-            f32 = ir.FloatType()
-            vt = ir.VectorType(f32, nr)
-            fptr = f32.as_pointer()
-            i32 = ir.IntType(32)
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]),
-                                                 f"llvm.fma.v{nr}f32")
-            a_p = builder.inttoptr(a_at, fptr)
-            b_p = builder.inttoptr(b_at, fptr)
-            c_p = builder.inttoptr(c_at, fptr)
-            accs = [cgutils.alloca_once(builder, vt) for _ in range(mr)]
-            for acc in accs:
-                builder.store(ir.Constant(vt, [0.0] * nr), acc)
-            splat = ir.Constant(ir.VectorType(i32, nr), [0] * nr)
-            undef = ir.Constant(vt, ir.Undefined)
-            rows = [builder.gep(a_p, [builder.mul(ir.Constant(lda_.type, i), lda_)]) for i in range(mr)]
-            offs_p = builder.inttoptr(ldb_, ir.IntType(64).as_pointer()) if offsets else None
-            with cgutils.for_range(builder, depth) as loop:
-                kk = loop.index
-                row = builder.load(builder.gep(offs_p, [kk])) if offsets else builder.mul(kk, ldb_)
-                bv = builder.load(builder.bitcast(builder.gep(b_p, [row]), vt.as_pointer()), align=4)
-                for i in range(mr):
-                    av = builder.load(builder.gep(rows[i], [kk]))
-                    bc = builder.shuffle_vector(builder.insert_element(undef, av, ir.Constant(i32, 0)), undef,
-                                                splat)
-                    builder.store(builder.call(fma, [bc, bv, builder.load(accs[i])]), accs[i])
-            for i in range(mr):
-                cp = builder.bitcast(builder.gep(c_p, [builder.mul(ir.Constant(ldc_.type, i), ldc_)]),
-                                     vt.as_pointer())
-                v = builder.load(accs[i])
-                if accumulate:
-                    v = builder.fadd(builder.load(cp, align=4), v)
-                builder.store(v, cp, align=4)
-            return context.get_dummy_value()
-
-        return sig, codegen
+        return types.void(*([types.intp] * 7)), codegen
 
     return tile
 
 
+def _masked_ops(builder: ir.IRBuilder, vt: ir.VectorType):
+    """llvm.masked.load / llvm.masked.store for vectors of type vt (no lane outside the mask is touched, so
+    a row's end may be the end of its buffer).  Named with the typed-pointer suffix: LLVM releases with
+    opaque pointers re-mangle it when they read the module."""
+    ptr = vt.as_pointer()
+    mask_t = ir.VectorType(ir.IntType(1), vt.count)
+    suffix = f"v{vt.count}f32.p0v{vt.count}f32"
+    load = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [ptr, ir.IntType(32), mask_t, vt]),
+                                          f"llvm.masked.load.{suffix}")
+    store = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [vt, ptr, ir.IntType(32), mask_t]),
+        f"llvm.masked.store.{suffix}")
+    return load, store
+
+
 # Half-width panels (16 columns with AVX-512, 8 with AVX2) have kernels of their own: an attention head's
-# 16 values, a 4x4 map's 16 pixels; a narrower rest is zero-padded into a panel of that width.
+# 16 values, a 4x4 map's 16 pixels; a narrower rest takes masked ones of that width.
 NH = NR // 2
 
 
-def _make_rows_dispatch(width: int, offsets: bool = False):
-    """_rows_tile(rows, first, ...) for panels `width` columns wide: the tile kernel for `rows` rows (1..MR:
-    the last rows of a product take the one for their count, no padding), by an if-chain Numba compiles (a
-    tuple of intrinsics cannot be indexed at run time)."""
-    lines = ["def _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k):"]
+def _make_rows_dispatch(width: int, offsets: bool = False, masked: bool = False):
+    """_rows_tile(rows, first, ..., cols) for panels `width` columns wide (`cols` of them written: all but
+    with `masked`): the tile kernel for `rows` rows (1..MR: the last rows of a product take the one for
+    their count, no padding), by an if-chain Numba compiles (a tuple of intrinsics cannot be indexed at run
+    time)."""
+    lines = ["def _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k, cols):"]
     scope = {}
+    call = "(a, lda, b, ldb, c, ldc, k, cols)" if masked else "(a, lda, b, ldb, c, ldc, k)"
     for r in range(1, MR + 1):
-        scope[f"_S{r}"] = _tile_kernel(r, width, False, offsets)
-        scope[f"_A{r}"] = _tile_kernel(r, width, True, offsets)
+        scope[f"_S{r}"] = _tile_kernel(r, width, False, offsets, masked)
+        scope[f"_A{r}"] = _tile_kernel(r, width, True, offsets, masked)
         lines.append(f"    {'if' if r == 1 else 'elif'} rows == {r}:")
-        lines.append(f"        if first:\n            _S{r}(a, lda, b, ldb, c, ldc, k)")
-        lines.append(f"        else:\n            _A{r}(a, lda, b, ldb, c, ldc, k)")
+        lines.append(f"        if first:\n            _S{r}{call}")
+        lines.append(f"        else:\n            _A{r}{call}")
     exec("\n".join(lines), scope)  # noqa: S102 - generated from the constants above only
     # inlined into gemm (cached with it): a function made by exec has no file for Numba's cache
     return njit(nogil=True, inline="always")(scope["_rows_tile"])
@@ -135,19 +178,26 @@ _rows_tile = _make_rows_dispatch(NR)
 _rows_tile_half = _make_rows_dispatch(NH)
 _rows_tile_offs = _make_rows_dispatch(NR, True)
 _rows_tile_half_offs = _make_rows_dispatch(NH, True)
+_rows_tile_rest = _make_rows_dispatch(NH, False, True)
+_rows_tile_rest_offs = _make_rows_dispatch(NH, True, True)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _panel(with_offs, half, rows, first, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
+def _panel(with_offs, width, rows, first, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
+    """One panel of `width` columns (NR, NH, or fewer: masked) for `rows` rows."""
     if with_offs:
-        if half:
-            _rows_tile_half_offs(rows, first, a, lda, b, ldb, c, ldc, k)
+        if width == NR:
+            _rows_tile_offs(rows, first, a, lda, b, ldb, c, ldc, k, width)
+        elif width == NH:
+            _rows_tile_half_offs(rows, first, a, lda, b, ldb, c, ldc, k, width)
         else:
-            _rows_tile_offs(rows, first, a, lda, b, ldb, c, ldc, k)
-    elif half:
-        _rows_tile_half(rows, first, a, lda, b, ldb, c, ldc, k)
+            _rows_tile_rest_offs(rows, first, a, lda, b, ldb, c, ldc, k, width)
+    elif width == NR:
+        _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k, width)
+    elif width == NH:
+        _rows_tile_half(rows, first, a, lda, b, ldb, c, ldc, k, width)
     else:
-        _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k)
+        _rows_tile_rest(rows, first, a, lda, b, ldb, c, ldc, k, width)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -174,40 +224,35 @@ def _gemm(m, n, k, a, lda, b, ldb, c, ldc, j0, j1, with_offs):  # pragma: no cov
             _zero(c + 4 * (i * ldc + j0), j1 - j0)
         return
     kc = min(k, KC)
-    rest = (j1 - j0) % NR % NH  # columns left after the full and half panels: zero-padded to NH
-    panel = np.empty(kc * NH if rest else 0, np.float32)
-    tail_c = np.empty(MR * NH if rest else 0, np.float32)
-    pan, tc = panel.ctypes.data, tail_c.ctypes.data
     # the rows in ceil(m / MR) blocks of (nearly) equal height: 64 rows as 11+11+11+11+10+10, not
     # 5 x 12 + 4 (a 4-row tile costs about what a full one does)
     blocks = -(-m // MR)
+    if k <= SHALLOW_K:  # one depth block; C's tiles row block by row block (below)
+        for blk in range(blocks):
+            i0 = blk * m // blocks
+            jb = j0
+            while jb < j1:
+                left = j1 - jb
+                width = NR if left >= NR else (NH if left >= NH else left)
+                _panel(with_offs, width, (blk + 1) * m // blocks - i0, True, a + 4 * i0 * lda, lda,
+                       b + 4 * jb, ldb, c + 4 * (i0 * ldc + jb), ldc, k)
+                jb += width
+        return
     jb = j0
     while jb < j1:
         left = j1 - jb
         width = NR if left >= NR else (NH if left >= NH else left)
-        half = width < NR
         for k0 in range(0, k, kc):
             depth = min(kc, k - k0)
-            first = k0 == 0
             # B's rows from k0 on: read in place (packing them measured slower)
             if with_offs:
                 bp, bld = b + 4 * jb, ldb + 8 * k0
             else:
                 bp, bld = b + 4 * (k0 * ldb + jb), ldb
-            if width == NR or width == NH:
-                for blk in range(blocks):
-                    i0 = blk * m // blocks
-                    _panel(with_offs, half, (blk + 1) * m // blocks - i0, first, a + 4 * (i0 * lda + k0), lda, bp,
-                           bld, c + 4 * (i0 * ldc + jb), ldc, depth)
-            else:  # the last columns: B's zero-padded, each tile into scratch, its first `width` columns out
-                _pack(panel, bp, bld, depth, width, with_offs)
-                for blk in range(blocks):
-                    i0 = blk * m // blocks
-                    rows = (blk + 1) * m // blocks - i0
-                    if not first:
-                        _gather(tail_c, c + 4 * (i0 * ldc + jb), ldc, rows, width)
-                    _rows_tile_half(rows, first, a + 4 * (i0 * lda + k0), lda, pan, NH, tc, NH, depth)
-                    _scatter(tail_c, c + 4 * (i0 * ldc + jb), ldc, rows, width)
+            for blk in range(blocks):
+                i0 = blk * m // blocks
+                _panel(with_offs, width, (blk + 1) * m // blocks - i0, k0 == 0, a + 4 * (i0 * lda + k0), lda, bp,
+                       bld, c + 4 * (i0 * ldc + jb), ldc, depth)
         jb += width
 
 
@@ -238,7 +283,6 @@ def _array_at(element: types.Type, itemsize: int):
 
 
 _carray = _array_at(types.float32, 4)
-_offsets_view = _array_at(types.int64, 8)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -246,33 +290,3 @@ def _zero(address, count):  # pragma: no cover - compiled
     v = _view(address, count)
     for j in range(count):
         v[j] = 0.0
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _pack(panel, b, ldb, depth, width, with_offs):  # pragma: no cover - compiled
-    """B's rows [depth, width] at address b (row kk at b + kk * ldb, or b + offsets[kk] with `with_offs`:
-    ldb the offsets' address) into panel [depth, NH], zero beyond `width`."""
-    offs = _offsets_view(ldb if with_offs else 0, depth if with_offs else 0)
-    for kk in range(depth):
-        src = _view(b + 4 * (offs[kk] if with_offs else kk * ldb), width)
-        base = kk * NH
-        for j in range(width):
-            panel[base + j] = src[j]
-        for j in range(width, NH):
-            panel[base + j] = 0.0
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _scatter(tile, c, ldc, rows, width):  # pragma: no cover - compiled
-    for i in range(rows):
-        dst = _view(c + 4 * i * ldc, width)
-        for j in range(width):
-            dst[j] = tile[i * NH + j]
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _gather(tile, c, ldc, rows, width):  # pragma: no cover - compiled
-    for i in range(rows):
-        src = _view(c + 4 * i * ldc, width)
-        for j in range(width):
-            tile[i * NH + j] = src[j]

@@ -34,3 +34,36 @@ def fill_padded(x, planes, h, w, buf, hp, wp, ys, ye, xs, xe, y0, x0, value):
                     buf[np.uintp(row + j)] = fill
     for i in range(planes * hp * wp, buf.shape[0]):
         buf[i] = fill
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def fill_phases(x, planes, h, w, buf, sh, sw, hq, wq, ph, pw):  # pragma: no cover - compiled
+    """buf = the planes of x (flat [planes, h, w]), zero-padded by ph rows / pw columns before, split into
+    their sh x sw phases: plane p's phase (ry, rx) is buf's plane (p * sh + ry) * sw + rx of hq x wq values,
+    element (i, j) the padded input's (i * sh + ry, j * sw + rx), zero outside the input (and after the
+    last plane).  A convolution of stride (sh, sw) is then one of stride 1 over these phase planes (its tap
+    (ky, kx) reads phase (ky % sh, kx % sw) from (ky // sh, kx // sw) on)."""
+    zero = buf.dtype.type(0)
+    for p in range(planes):
+        for ry in range(sh):
+            for rx in range(sw):
+                base = ((p * sh + ry) * sw + rx) * hq * wq
+                # columns j whose input column j * sw + rx - pw lies in 0..w-1
+                j0 = min(wq, max(0, (pw - rx + sw - 1) // sw))
+                j1 = max(j0, min(wq, (w - 1 + pw - rx) // sw + 1))
+                for i in range(hq):
+                    row = base + i * wq
+                    y = i * sh + ry - ph
+                    if 0 <= y < h:
+                        src = (p * h + y) * w + rx - pw
+                        for j in range(j0):
+                            buf[np.uintp(row + j)] = zero
+                        for j in range(j0, j1):
+                            buf[np.uintp(row + j)] = x[np.uintp(src + j * sw)]
+                        for j in range(j1, wq):
+                            buf[np.uintp(row + j)] = zero
+                    else:
+                        for j in range(wq):
+                            buf[np.uintp(row + j)] = zero
+    for i in range(planes * sh * sw * hq * wq, buf.shape[0]):
+        buf[i] = zero
