@@ -354,6 +354,7 @@ def test_depthwise_paths_and_reused_buffers_match_the_reference(monkeypatch, par
 
     monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", parallel_min)
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused buffers
+    monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (which has a test of its own)
     rng = np.random.default_rng(11)
     taken = {"wide": 0, "direct": 0}
     for name, key in (("depthwise_wide", "wide"), ("depthwise", "direct")):
@@ -389,6 +390,7 @@ def test_depthwise_channels_inner_equals_the_other_kernels(monkeypatch, seed):
     filter transposed by the caller (constant weights) or on the fly."""
     from irnorm.kernels import conv
 
+    monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (where irnorm's vector kernels run)
     rng = np.random.default_rng(100 + seed)
     taken = []
     orig = conv._depthwise_plan
@@ -434,6 +436,7 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
     as the other kernels, and the reference's values."""
     from irnorm.kernels import conv
 
+    monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (where irnorm's vector kernels run)
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
     g = shape[1]
@@ -986,3 +989,56 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
                               want.shape[2:])
         assert (len(calls) > before) == expected, (shape, cout, k, st)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_depthwise_column_stride_two(monkeypatch, parallel):
+    """Depthwise convolutions of column stride 2 (1-D and 2-D, any row stride, filter, pads, batch) on rows of
+    8+ outputs take the vector-row kernel (depthwise_stride2) where irnorm's vector kernels run: the float64
+    reference's values, the other depthwise kernels' bits (the same taps in the same order, a multiply then an
+    add each; NaN and inf where they fall), with a fused epilogue (bias, residual, Swish) as a fused step has
+    it, serial and with the planes over the threads."""
+    from irnorm.kernels import activation, conv, microgemm
+
+    if parallel:
+        monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # reused buffers: stale padding would show
+    calls: list = []
+    orig = conv.depthwise_stride2
+    monkeypatch.setattr(conv, "depthwise_stride2", lambda *a: calls.append(a[9]) or orig(*a))
+    rng = np.random.default_rng(21)
+    cases = 16
+    for case in range(cases):
+        one_d = case % 4 == 3
+        k = [1, int(rng.integers(1, 6))] if one_d else [int(v) for v in rng.integers(1, 6, 2)]
+        s = [1, 2] if one_d else [int(rng.integers(1, 4)), 2]
+        pb = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
+        pe = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
+        g, n = int(rng.integers(1, 40)), int(rng.integers(1, 3))
+        spatial = [1 if one_d else int(rng.integers(1, 20)) + k[0], 2 * int(rng.integers(8, 40)) + k[1] - 1]
+        x = rng.standard_normal((n, g, *spatial)).astype(np.float32)
+        if case % 5 == 0:
+            x.reshape(-1)[[1, 7]] = [np.nan, np.inf]
+        w = rng.standard_normal((g, 1, 1, *k)).astype(np.float32)
+        exp = R.group_convolution(x, w, s, pb, pe, [1, 1])
+        bias = rng.standard_normal(g).astype(np.float32)
+        res = rng.standard_normal(exp.shape).astype(np.float32)
+        epi = conv.Epilogue(bias, activation.SWISH, 1.0, 0.0, True)
+        wp = np.ascontiguousarray(w.reshape(g, *k[-2:]) if not one_d else w.reshape(g, k[1]))
+        args = (x.shape, wp, s[-1:] if one_d else s, [1] if one_d else [1, 1], pb[-1:] if one_d else pb,
+                exp.shape[2:], None, epi)
+        before = len(calls)
+        y = np.array(conv.depthwise_plan(*args)(x, res), copy=True)
+        assert (len(calls) > before) == microgemm.ENABLED, f"case {case}"
+        with monkeypatch.context() as mp:
+            mp.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)
+            other = conv.depthwise_plan(*args)(x, res)
+        np.testing.assert_array_equal(y, other, err_msg=f"case {case}")
+        want = activation.unary(activation.SWISH, (exp + bias.reshape(1, -1, 1, 1) + res).astype(np.float32), 1.0,
+                                0.0)
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(y[finite], want[finite], rtol=1e-4, atol=1e-4 * np.sqrt(k[0] * k[1]),
+                                   err_msg=f"case {case}")
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    if microgemm.ENABLED:
+        assert len(calls) == cases and (max(calls) > 1) == parallel

@@ -29,6 +29,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .jit import njit, types
+from .rowvec import lane_mask, masked_ops
 
 
 def _target_has_avx512() -> bool:
@@ -80,12 +81,8 @@ def _tile_kernel(mr: int, nr: int, accumulate: bool, offsets: bool = False, mask
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]),
                                              f"llvm.fma.v{nr}f32")
         if masked:
-            lanes = ir.Constant(ir.VectorType(args[7].type, nr), list(range(nr)))
-            cols = builder.insert_element(ir.Constant(lanes.type, ir.Undefined), args[7], ir.Constant(i32, 0))
-            cols = builder.shuffle_vector(cols, ir.Constant(lanes.type, ir.Undefined),
-                                          ir.Constant(ir.VectorType(i32, nr), [0] * nr))
-            mask = builder.icmp_signed("<", lanes, cols)
-            load_v, store_v = _masked_ops(builder, vt)
+            mask = lane_mask(builder, args[7], nr)
+            load_v, store_v = masked_ops(builder, vt)
         a_p = builder.inttoptr(a_at, fptr)
         b_p = builder.inttoptr(b_at, fptr)
         c_p = builder.inttoptr(c_at, fptr)
@@ -133,21 +130,6 @@ def _tile_kernel(mr: int, nr: int, accumulate: bool, offsets: bool = False, mask
         return types.void(*([types.intp] * 7)), codegen
 
     return tile
-
-
-def _masked_ops(builder: ir.IRBuilder, vt: ir.VectorType):
-    """llvm.masked.load / llvm.masked.store for vectors of type vt (no lane outside the mask is touched, so
-    a row's end may be the end of its buffer).  Named with the typed-pointer suffix: LLVM releases with
-    opaque pointers re-mangle it when they read the module."""
-    ptr = vt.as_pointer()
-    mask_t = ir.VectorType(ir.IntType(1), vt.count)
-    suffix = f"v{vt.count}f32.p0v{vt.count}f32"
-    load = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [ptr, ir.IntType(32), mask_t, vt]),
-                                          f"llvm.masked.load.{suffix}")
-    store = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(ir.VoidType(), [vt, ptr, ir.IntType(32), mask_t]),
-        f"llvm.masked.store.{suffix}")
-    return load, store
 
 
 # Half-width panels (16 columns with AVX-512, 8 with AVX2) have kernels of their own: an attention head's
