@@ -929,7 +929,7 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
         monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
     calls: list = []
     orig = conv.implicit_conv
-    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(a[11]) or orig(*a))
+    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(a[12]) or orig(*a))
     rng = np.random.default_rng(33)
     cases = 24
     for case in range(cases):

@@ -234,3 +234,32 @@ def test_vgg_style_head_from_openvino_at_two_dynamic_shapes(tmp_path):
     for shape in [(1, 4, 5, 3), (2, 4, 16, 23)]:
         got = compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})
         assert got["y"].shape == (shape[0], 4 * 49)
+
+
+@pytest.mark.parametrize("shape, pad", [((1, 64, 32, 32), 1), ((2, 5, 17, 23), 1), ((1, 3, 40, 9), 0),
+                                        ((1, 4, 9, 70), 1)])
+def test_max_pool_3x3_stride_2_vector_rows(shape, pad):
+    """Values-only float32 3x3 / 2 max pools (ResNet's stem pool) take the vector-row kernel inside the input
+    where irnorm's vector kernels run (kernels/rowvec.py): the rule's values, NaN, infinities and ties
+    included, and the loop's bits."""
+    from irnorm.kernels import microgemm, pooling
+
+    rng = np.random.default_rng(sum(shape))
+    x = rng.integers(-3, 4, shape).astype(np.float32)  # small integers: many ties
+    x[rng.random(shape) < 0.05] = np.nan
+    x[rng.random(shape) < 0.02] = np.inf
+    x[rng.random(shape) < 0.02] = -np.inf
+    out_hw = [(n + 2 * pad - 3) // 2 + 1 for n in shape[2:]]
+    results = {}
+    for vector in (True, False):
+        pooling.VECTOR_ROWS = vector
+        try:
+            plan = pooling.max_pool_plan(shape, out_hw, [3, 3], [2, 2], [1, 1], [pad, pad], np.dtype(np.float32),
+                                         float(-np.inf), False)
+            results[vector] = np.array(plan(x)[0], copy=True)
+        finally:
+            pooling.VECTOR_ROWS = microgemm.ENABLED
+    np.testing.assert_array_equal(results[True], results[False])
+    want = np.stack([_max_pool_rule(x[i:i + 1], [3, 3], [2, 2], [1, 1], [pad, pad], tuple(out_hw))[0][0]
+                     for i in range(shape[0])])
+    np.testing.assert_array_equal(results[True], want)

@@ -1236,23 +1236,23 @@ def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no co
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def implicit_conv(x, fill, phases, w, offs, out, c_in, hp, wp, spare, parts, tasks, res, bias, code, p0, p1,
+def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, tasks, res, bias, code, p0, p1,
                   k):  # pragma: no cover
     """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
     columns in `parts` ranges of whole panels, the (image, range) jobs in `tasks` groups over the threads (1:
     the calling thread); then the valid columns copied out and the epilogue (epilogue_rows).  `phases`
     (sh, sw, ph, pw): strides above one split each padded input plane into its sh x sw phases (fill_phases;
-    hp = sh * sw * the phase planes' height, wp their width), else the plain padding of `fill`."""
+    hp = sh * sw * the phase planes' height, wp their width), else the plain padding of `fill`.  xp [planes *
+    hp * wp + spare] and wide [N, Cout, oh * wp]: the caller's work buffers (reused: fresh ones of a large map
+    cost a page fault per 4 KiB)."""
     planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
     sh, sw, ph, pw = phases
-    xp = np.empty(planes * hp * wp + spare, np.float32)
     if sh * sw > 1:
         fill_phases(x, planes, h, w_in, xp, sh, sw, hp // (sh * sw), wp, ph, pw)
     else:
         fill_padded(x, planes, h, w_in, xp, hp, wp, ys, ye, xs, xe, y0, x0, 0)
     n_count, c_out, oh, ow = out.shape
     length = oh * wp
-    wide = np.empty((n_count, c_out, length), np.float32)
     panels = (length + microgemm.NR - 1) // microgemm.NR
     jobs = n_count * parts
     if tasks == 1:
@@ -1351,16 +1351,19 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     panels = -(-oh * wp // microgemm.NR)
     parts = max(1, min(panels, -(-threads // n))) if parallel else 1
     tasks = min(n * parts, threads) if parallel else 1
-    run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype), c, hp, wp, spare,
-                parts, tasks, c_array(2, w2.dtype), e.bias, e.code, e.p0, e.p1, e.k)
+    xp_shape, wide_shape = (fill[0] * hp * wp + spare,), (out4[0], out4[1], oh * wp)
+    run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype),
+                c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, c_array(2, w2.dtype), e.bias,
+                e.code, e.p0, e.p1, e.k)
 
     def implicit(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
         if _broadcasts(epilogue, res, out_shape, w2.dtype):
             return with_epilogue(_implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh, kw, dh, dw, pb,
                                                 None, sh, sw), epilogue)(x, res)
         out = OUTPUTS.empty(out_shape, w2.dtype)
-        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4), c, hp, wp, spare, parts,
-            tasks, _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
+        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
+            SCRATCH.get(0, xp_shape, w2.dtype), SCRATCH.get(1, wide_shape, w2.dtype), c, hp, wp, parts, tasks,
+            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
         return out
     implicit.fused = True  # type: ignore[attr-defined]
     implicit.parallel = tasks > 1  # type: ignore[attr-defined]

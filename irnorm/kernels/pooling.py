@@ -15,8 +15,9 @@ from math import prod
 
 import numpy as np
 
-from . import PARALLEL_MIN
+from . import PARALLEL_MIN, microgemm, rowvec
 from .jit import njit, prange
+from .pool import OUTPUTS
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -125,11 +126,45 @@ def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
                     idx[up, 0, np.uintp(oh), np.uintp(ow)] = arg
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw, sh):  # pragma: no cover
+    """_max_inside's values for float32 windows of column stride 2 by rowvec.max_rows (16 outputs of four
+    rows a call, each tap one masked load of the input row with its even lanes picked): the same rule, so
+    the same values and NaN."""
+    h, w = x.shape[2], x.shape[3]
+    oh_count, ow_count = out.shape[2], out.shape[3]
+    offs = np.empty(kh * kw, np.int64)
+    for b in range(kh):
+        for c in range(kw):
+            offs[b * kw + c] = b * w + c
+    vw, four = rowvec.VW, rowvec.TAP_ROWS
+    for p in range(p_lo, p_hi):
+        plane = x.ctypes.data + 4 * p * h * w
+        dst_plane = out.ctypes.data + 4 * p * oh_count * ow_count
+        oh = y_lo
+        while oh < y_hi:
+            block = y_hi - oh >= four
+            src = plane + 4 * ((oh * sh - ph) * w - pw)
+            dst = dst_plane + 4 * oh * ow_count
+            for j0 in range(x_lo, x_hi, vw):
+                cols = min(vw, x_hi - j0)
+                if block:
+                    rowvec.max_rows_2x4(src + 8 * j0, sh * w, offs.ctypes.data, 0, kh * kw, dst + 4 * j0, ow_count,
+                                        cols)
+                else:
+                    rowvec.max_rows_2x1(src + 8 * j0, sh * w, offs.ctypes.data, 0, kh * kw, dst + 4 * j0, ow_count,
+                                        cols)
+            oh += four if block else 1
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _inside_windows(x, out, idx, pb, y_lo, y_hi, x_lo, x_hi, p0, p1, window, with_idx):
     """The inside windows of planes p0..p1-1 for window shape number `window` in _MAX_INSIDE: each
-    branch inlines _max_inside with its constants, so each is compiled for its shape."""
-    if window == 0:
+    branch inlines _max_inside with its constants, so each is compiled for its shape (values only of
+    float32 data in 3x3 / 2 windows: window number _VECTOR_3X3, _max_inside_rows)."""
+    if window == _VECTOR_3X3:  # (the plan's choice: values only, float32, VECTOR_ROWS)
+        _max_inside_rows(x, out, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2)
+    elif window == 0:
         _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 2, 2, with_idx)
     elif window == 1:
         _max_inside(x, out, idx, pb[1], pb[2], y_lo, y_hi, x_lo, x_hi, p0, p1, 3, 3, 1, 1, with_idx)
@@ -220,6 +255,11 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
 # window shapes (kh, kw, sh, sw) with a kernel of their own, the ones CNNs use, in the order of the
 # branches of _inside_windows
 _MAX_INSIDE = {(3, 3, 2, 2): 0, (3, 3, 1, 1): 1, (2, 2, 2, 2): 2}
+# Values-only float32 3x3 / 2 windows (ResNet's stem pool) take the vector-row kernel where irnorm's vector
+# kernels run (AVX-512, as kernels/microgemm.py's): window number _VECTOR_3X3.  [1, 64, 32, 32] 22.5 -> 16.2
+# us; 2x2 / 2 windows measured slower that way ([1, 8, 300, 300] 26 -> 39) and keep the loop.
+VECTOR_ROWS = microgemm.ENABLED
+_VECTOR_3X3 = len(_MAX_INSIDE)
 
 
 def _inside_range(o: int, k: int, s: int, pad: int, n: int) -> tuple[int, int]:
@@ -317,10 +357,12 @@ def max_pool_plan(shape: tuple[int, ...], out_spatial: list[int], kernel: list[i
         x_lo, x_hi = _inside_range(oshape[3], window[1], window[3], int(p3[2]), planes_shape[3])
         tasks = max(1, min(tasks, planes_shape[0]))
         code = _MAX_INSIDE[window]
+        if VECTOR_ROWS and not with_idx and cdt == np.float32 and window == (3, 3, 2, 2):
+            code = _VECTOR_3X3
 
     def run(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         xs = np.ascontiguousarray(x, dtype=cdt).reshape(planes_shape)
-        out = np.empty(oshape, cdt)
+        out = OUTPUTS.empty(oshape, cdt)  # recycled: a fresh large output faults on every page
         idx = np.empty(oshape, np.int64) if with_idx else None
         if size:
             if planar:

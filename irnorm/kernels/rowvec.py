@@ -42,15 +42,17 @@ def lane_mask(builder: ir.IRBuilder, count: ir.Value, lanes: int) -> ir.Value:
     return builder.icmp_signed("<", idx, splat)
 
 
-def _taps_rows_kernel(stride: int, rows: int):
-    """taps_rows for column stride `stride` and `rows` output rows a call."""
+def _taps_rows_kernel(stride: int, rows: int, op: str = "mac"):
+    """taps_rows for column stride `stride`, `rows` output rows a call and `op` "mac" (a weighted sum) or
+    "max"."""
 
     @intrinsic
     def taps_rows(typingctx, src, src_ld, offs, weights, taps, dst, dst_ld, cols):  # pragma: no cover - compiled
-        """For r < rows and j < cols <= VW: dst[r * dst_ld + j] = 0 + w[0] * src[r * src_ld + offs[0] + stride j]
-        + w[1] * src[r * src_ld + offs[1] + stride j] + ... over `taps` terms in order, each a multiply then an
-        add (the rounding of the direct kernels' loops).  float32 data at addresses src, weights, dst; int64
-        offsets (in values) at offs; row strides src_ld, dst_ld in values."""
+        """For r < rows and j < cols <= VW, with X_t = src[r * src_ld + offs[t] + stride j]: "mac" dst[r * dst_ld +
+        j] = 0 + w[0] X_0 + w[1] X_1 + ... over `taps` terms in order, each a multiply then an add (the rounding
+        of the direct kernels' loops); "max" dst = X_0, then X_t where X_t > dst, t = 1, 2, ... (weights unused;
+        the scalar max pool's rule: the first maximum wins, NaN only as the first tap).  float32 data at
+        addresses src, weights, dst; int64 offsets (in values) at offs; row strides src_ld, dst_ld in values."""
         sig = types.void(*([types.intp] * 8))
 
         def codegen(context, builder, signature, args):
@@ -70,21 +72,32 @@ def _taps_rows_kernel(stride: int, rows: int):
             s_p = builder.inttoptr(s_at, f32.as_pointer())
             o_p = builder.inttoptr(o_at, ir.IntType(64).as_pointer())
             w_p = builder.inttoptr(w_at, f32.as_pointer())
-            # one accumulator a row: `rows` independent add chains (one chain is latency-bound)
-            accs = [cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * VW)) for _ in range(rows)]
             undef = ir.Constant(vt, ir.Undefined)
             splat0 = ir.Constant(ir.VectorType(i32, VW), [0] * VW)
             pick = ir.Constant(ir.VectorType(i32, VW), list(range(0, lanes, stride)))
-            with cgutils.for_range(builder, n_taps) as loop:
+
+            def tap(off, r):
+                at = builder.gep(s_p, [builder.add(off, builder.mul(s_ld, ir.Constant(s_ld.type, r)))])
+                x = builder.call(load_wide, [builder.bitcast(at, wide.as_pointer()), four, mask, zero])
+                return builder.shuffle_vector(x, x, pick) if stride > 1 else x
+
+            # one accumulator a row: `rows` independent chains (one chain is latency-bound)
+            if op == "max":
+                first = builder.load(o_p)
+                accs = [cgutils.alloca_once_value(builder, tap(first, r)) for r in range(rows)]
+            else:
+                accs = [cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * VW)) for _ in range(rows)]
+            with cgutils.for_range(builder, n_taps, start=ir.Constant(n_taps.type, 1 if op == "max" else 0)) as loop:
                 off = builder.load(builder.gep(o_p, [loop.index]))
-                wv = builder.shuffle_vector(builder.insert_element(undef, builder.load(builder.gep(w_p, [loop.index])),
-                                                                   ir.Constant(i32, 0)), undef, splat0)
+                if op != "max":
+                    weight = builder.load(builder.gep(w_p, [loop.index]))
+                    wv = builder.shuffle_vector(builder.insert_element(undef, weight, ir.Constant(i32, 0)), undef,
+                                                splat0)
                 for r in range(rows):
-                    at = builder.gep(s_p, [builder.add(off, builder.mul(s_ld, ir.Constant(s_ld.type, r)))])
-                    x = builder.call(load_wide, [builder.bitcast(at, wide.as_pointer()), four, mask, zero])
-                    if stride > 1:
-                        x = builder.shuffle_vector(x, x, pick)
-                    builder.store(builder.fadd(builder.load(accs[r]), builder.fmul(wv, x)), accs[r])
+                    x = tap(off, r)
+                    best = builder.load(accs[r])
+                    builder.store(builder.select(builder.fcmp_ordered(">", x, best), x, best) if op == "max"
+                                  else builder.fadd(best, builder.fmul(wv, x)), accs[r])
             d_p = builder.inttoptr(d_at, f32.as_pointer())
             out_mask = lane_mask(builder, n_cols, VW)
             for r in range(rows):
@@ -100,3 +113,5 @@ def _taps_rows_kernel(stride: int, rows: int):
 TAP_ROWS = 4  # output rows of taps_rows_2x4
 taps_rows_2x1 = _taps_rows_kernel(2, 1)
 taps_rows_2x4 = _taps_rows_kernel(2, TAP_ROWS)
+max_rows_2x1 = _taps_rows_kernel(2, 1, "max")  # (kernels/pooling.py's 3x3 / 2 max pool)
+max_rows_2x4 = _taps_rows_kernel(2, TAP_ROWS, "max")
