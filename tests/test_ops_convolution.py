@@ -1042,3 +1042,36 @@ def test_depthwise_column_stride_two(monkeypatch, parallel):
         np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
     if microgemm.ENABLED:
         assert len(calls) == cases and (max(calls) > 1) == parallel
+
+
+@pytest.mark.parametrize("n, c, hw, cout", [(1, 8, (32, 32), 48), (2, 16, (20, 31), 25), (3, 5, (40, 7), 96),
+                                            (1, 64, (16, 16), 13)])
+def test_pointwise_convolution_rows_over_the_threads(monkeypatch, n, c, hw, cout):
+    """float32 1x1 convolutions of POINTWISE_MIN_OUTPUTS outputs or more with two row blocks of output channels
+    or more take pointwise_rows where irnorm's GEMM kernels run (channels over the threads, each range's
+    epilogue in its call): the float64 reference's values and, with a fused bias + residual + Swish, the bits of
+    the paths before (the same GEMM kernels, the same epilogue)."""
+    import numba
+
+    from irnorm.kernels import activation, conv, microgemm
+
+    calls: list = []
+    orig = conv.pointwise_rows
+    monkeypatch.setattr(conv, "pointwise_rows", lambda *a: calls.append(a[4]) or orig(*a))
+    rng = np.random.default_rng(c + cout)
+    x = rng.standard_normal((n, c, *hw)).astype(np.float32)
+    w = rng.standard_normal((cout, c, 1, 1)).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    exp = R.convolution(x, w, [1, 1], [0, 0], [0, 0], [1, 1])
+    res = rng.standard_normal(exp.shape).astype(np.float32)
+    wp = np.ascontiguousarray(w.reshape(1, cout, c))
+    epi = conv.Epilogue(bias, activation.SWISH, 1.0, 0.0, True)
+    y = np.array(conv.forward_plan(x.shape, wp, (1, 1), (1, 1), (1, 1), (0, 0), hw, epi)(x, res), copy=True)
+    bare = conv.forward_plan(x.shape, wp, (1, 1), (1, 1), (1, 1), (0, 0), hw)(x)
+    np.testing.assert_allclose(bare, exp, rtol=1e-4, atol=1e-4 * np.sqrt(c))
+    expected = microgemm.ENABLED and n * cout * hw[0] * hw[1] >= conv.POINTWISE_MIN_OUTPUTS and cout > microgemm.MR
+    assert (len(calls) == 2) == expected
+    assert all(t >= min(2, numba.config.NUMBA_NUM_THREADS) for t in calls)  # shared out when there are threads
+    monkeypatch.setattr(conv, "POINTWISE_MIN_OUTPUTS", 1 << 40)
+    other = conv.forward_plan(x.shape, wp, (1, 1), (1, 1), (1, 1), (0, 0), hw, epi)(x, res)
+    np.testing.assert_array_equal(y, other)
