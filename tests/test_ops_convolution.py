@@ -966,9 +966,10 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
 
 def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     """conv_forward takes the implicit GEMM for a few output channels, many on a large map or on a map whose
-    unfolded columns are few, and strided filters (phase planes) of up to STRIDED_MAX_COUT output channels,
+    unfolded columns are few, and strided filters (phase planes) with few output channels on rows of 16+,
     exactly where irnorm's GEMM kernels are enabled; not for many channels on a mid-sized map, an image's
-    first layer at stride 1 (27 taps), a strided 1x1 filter nor 128 strided output channels."""
+    first layer at stride 1 (27 taps), a strided 1x1 filter, 64 or 128 dense strided output channels nor rows
+    of 8 at stride 2."""
     from irnorm.kernels import conv, microgemm
 
     calls: list = []
@@ -978,7 +979,8 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     on = microgemm.ENABLED
     for shape, cout, k, st, expected in (((1, 64, 16, 16), 8, 3, 1, on), ((1, 16, 40, 40), 32, 3, 1, on),
                                          ((1, 48, 9, 9), 32, 3, 1, on), ((1, 64, 16, 16), 64, 3, 1, False),
-                                         ((1, 3, 64, 64), 8, 3, 1, False), ((1, 3, 64, 64), 64, 7, 2, on),
+                                         ((1, 3, 64, 64), 8, 3, 1, False), ((1, 3, 64, 64), 8, 7, 2, on),
+                                         ((1, 3, 64, 64), 64, 7, 2, False), ((1, 16, 16, 16), 16, 3, 2, False),
                                          ((1, 16, 32, 32), 16, 1, 2, False), ((1, 32, 32, 32), 128, 3, 2, False)):
         x = rng.standard_normal(shape).astype(np.float32)
         w = rng.standard_normal((cout, shape[1], k, k)).astype(np.float32)

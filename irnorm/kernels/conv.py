@@ -576,7 +576,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
                               kk[1], kk[2], d[1], d[2], pb, epilogue)
     if (microgemm.ENABLED and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s[0] == 1
-            and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH and cpg <= STRIDED_MAX_COUT):
+            and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH
+            and (g > 1 and cpg <= STRIDED_MAX_COUT or cpg <= IMPLICIT_MAX_COUT and o3[2] >= 2 * IMPLICIT_MIN_WIDTH)):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1] // s[1],
                               o3[2] + (kk[2] - 1) * d[2] // s[2], kk[1], kk[2], d[1], d[2], pb, epilogue, s[1], s[2])
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
@@ -1307,7 +1308,7 @@ def pointwise_rows(x, w, out, parts, tasks, res, bias, code, p0, p1, k):  # prag
 # EPYC, 2 threads, with EfficientNet's bias + Swish): [1, 8, 32, 32] -> 48 22.6 -> 15.7 us, [1, 8, 16, 16] -> 48
 # 9.7 -> 6.9, [1, 16, 32, 32] -> 16 10.9 -> 9.1, [1, 16, 56, 56] -> 96 104 -> 76; [1, 48, 16, 16] -> 8 (one row
 # block) stays 4.0 on the one-call path.
-POINTWISE_MIN_OUTPUTS = 1 << 13
+POINTWISE_MIN_OUTPUTS = 1 << 15
 
 
 def _pointwise_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...],
@@ -1377,12 +1378,14 @@ IMPLICIT_PARALLEL_MIN = 1 << 21
 # -> 64 37 -> 27).
 IMPLICIT_MAX_COUT = 16
 IMPLICIT_SMALL_COL = SMALL_COL
-# Strided 2-D convolutions (not 1x1) take it over their inputs' phase planes (fill_phases) with at most
-# STRIDED_MAX_COUT output channels a group and output rows IMPLICIT_MIN_WIDTH wide.  Measured (AVX-512 EPYC,
-# 2 threads) against the paths before: ResNet's 7x7 / 2 stem [1, 3, 64, 64] -> 64 72 -> 66 us (banded),
-# AlexNet's 11x11 / 4 [1, 3, 160, 160] -> 8 73 -> 55, RegNetY's grouped 3x3 / 2 [1, 16, 32, 32] in 2 groups
-# 27 -> 12 and [1, 32, 16, 16] in 4 groups 26 -> 16, a 3x3 / 2 stem [1, 3, 64, 64] -> 8 12 -> 8; level for
-# [1, 64, 16, 16] -> 64 (36 us), slower for 128 outputs ([1, 64, 32, 32]: 120 -> 128) and for rows of 4.
+# Strided 2-D convolutions (not 1x1) take it over their inputs' phase planes (fill_phases): grouped ones with at
+# most STRIDED_MAX_COUT output channels a group and output rows IMPLICIT_MIN_WIDTH wide, dense ones with at
+# most IMPLICIT_MAX_COUT output channels and rows twice that wide.  Measured (AVX-512 EPYC, 2 threads) against
+# the paths before: AlexNet's 11x11 / 4 [1, 3, 160, 160] -> 8 73 -> 55 us (banded), RegNetY's grouped 3x3 / 2
+# [1, 16, 32, 32] in 2 groups 27 -> 12 and [1, 32, 16, 16] in 4 groups 26 -> 16, 3x3 / 2 stems [1, 3, 64, 64]
+# -> 8 12 -> 8 and -> 16 15 -> 11, [1, 16, 32, 32] -> 16 19 -> 14; ResNet's 7x7 / 2 stem [1, 3, 64, 64] -> 64
+# was slower in the network (55 -> 63 us; the phase planes' extra columns and fill) and stays banded, as do
+# 128 outputs ([1, 64, 32, 32]: 120 -> 128); rows of 8 were level or slower ([1, 16, 16, 16] -> 16).
 STRIDED_MAX_COUT = 64
 IMPLICIT_MIN_WIDTH = 8
 IMPLICIT_MIN_PIXELS = 1200
