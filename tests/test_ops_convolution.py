@@ -462,6 +462,14 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
     np.testing.assert_allclose(y, exp, rtol=1e-4, atol=1e-4)
 
 
+def _record_calls(monkeypatch, module, name: str, index: int) -> list:
+    """module.name still runs, each call's argument `index` appended to the list returned."""
+    calls: list = []
+    orig = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a: calls.append(a[index]) or orig(*a))
+    return calls
+
+
 def _without_implicit(monkeypatch, conv) -> None:
     """Every convolution off the implicit GEMM (where irnorm's GEMM kernels run it takes many): the paths it
     would replace are what a test checks."""
@@ -927,9 +935,7 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
 
     if parallel:
         monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
-    calls: list = []
-    orig = conv.implicit_conv
-    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(a[12]) or orig(*a))
+    calls = _record_calls(monkeypatch, conv, "implicit_conv", 12)  # its tasks
     rng = np.random.default_rng(33)
     cases = 24
     for case in range(cases):
@@ -1005,13 +1011,10 @@ def test_depthwise_column_stride_two(monkeypatch, parallel):
     if parallel:
         monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # reused buffers: stale padding would show
-    calls: list = []
-    orig = conv.depthwise_stride2
-    monkeypatch.setattr(conv, "depthwise_stride2", lambda *a: calls.append(a[9]) or orig(*a))
+    calls = _record_calls(monkeypatch, conv, "depthwise_stride2", 9)  # its tasks
     rng = np.random.default_rng(21)
-    cases = 16
-    for case in range(cases):
-        one_d = case % 4 == 3
+    kinds = [False, False, False, True] * 4  # 1-D data every fourth case
+    for case, one_d in enumerate(kinds):
         k = [1, int(rng.integers(1, 6))] if one_d else [int(v) for v in rng.integers(1, 6, 2)]
         s = [1, 2] if one_d else [int(rng.integers(1, 4)), 2]
         pb = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
@@ -1043,7 +1046,7 @@ def test_depthwise_column_stride_two(monkeypatch, parallel):
                                    err_msg=f"case {case}")
         np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
     if microgemm.ENABLED:
-        assert len(calls) == cases and (max(calls) > 1) == parallel
+        assert len(calls) == len(kinds) and (max(calls) > 1) == parallel
 
 
 @pytest.mark.parametrize("n, c, hw, cout", [(1, 8, (32, 32), 48), (2, 16, (20, 31), 25), (3, 5, (40, 7), 96),
@@ -1057,9 +1060,7 @@ def test_pointwise_convolution_rows_over_the_threads(monkeypatch, n, c, hw, cout
 
     from irnorm.kernels import activation, conv, microgemm
 
-    calls: list = []
-    orig = conv.pointwise_rows
-    monkeypatch.setattr(conv, "pointwise_rows", lambda *a: calls.append(a[4]) or orig(*a))
+    calls = _record_calls(monkeypatch, conv, "pointwise_rows", 4)  # its tasks
     rng = np.random.default_rng(c + cout)
     x = rng.standard_normal((n, c, *hw)).astype(np.float32)
     w = rng.standard_normal((cout, c, 1, 1)).astype(np.float32)
