@@ -530,6 +530,27 @@ def with_epilogue(plan: Callable[[np.ndarray], np.ndarray], epilogue: Epilogue) 
     return run
 
 
+def _fused_plan(name: str, call: Callable[[np.ndarray, np.ndarray, np.ndarray], None],
+                unfused: Callable[[], Callable[..., np.ndarray]], epilogue: Epilogue | None,
+                out_shape: tuple[int, ...], dtype: np.dtype, no_res: np.ndarray, parallel: bool
+                ) -> Callable[..., np.ndarray]:
+    """``plan(x, residual)`` for a kernel that applies its step's epilogue in its own call: `call(x, out,
+    residual rows)` fills a fresh output (the residual as [N * C, spatial] rows, `no_res` when there is none);
+    a residual that broadcasts at run time takes `unfused()`'s plan and the layers' own epilogue."""
+    rows_shape = (out_shape[0] * out_shape[1], prod(out_shape[2:]))
+
+    def fused(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        if _broadcasts(epilogue, res, out_shape, dtype):
+            return with_epilogue(unfused(), epilogue)(x, res)
+        out = OUTPUTS.empty(out_shape, dtype)
+        call(x, out, _residual_rows(epilogue, res, rows_shape, no_res))
+        return out
+    fused.__name__ = fused.__qualname__ = name
+    fused.fused = True  # type: ignore[attr-defined]
+    fused.parallel = parallel  # type: ignore[attr-defined]
+    return fused
+
+
 def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, dilations, pads_begin, out_spatial,
                   epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     n, c = x_shape[:2]
@@ -1199,21 +1220,16 @@ def _direct_serial_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tup
     fill = tuple(int(v) for v in _fill_geometry(x5_shape, hp, wp, pb))
     spare = (kw - 1) * dw
     out4 = (out_shape[0], out_shape[1], out_shape[-2] if len(out_shape) > 3 else 1, out_shape[-1])
-    rows_shape = (out4[0] * out4[1], out4[2] * out4[3])
     e = _epilogue_args(epilogue, dtype)
     run = entry(direct_serial, c_array(1, dtype), fill, w, c_array(4, dtype), c, hp, wp, kh, kw, dh, dw, band, spare,
                 c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
-    def direct(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
-        if _broadcasts(epilogue, res, out_shape, dtype):
-            return with_epilogue(_direct_serial_plan(x5_shape, w, out_shape, c, hp, wp, kh, kw, dh, dw, band, pb,
-                                                     None), epilogue)(x, res)
-        out = OUTPUTS.empty(out_shape, dtype)
+    def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         run(np.ascontiguousarray(x).reshape(-1), fill, w, out.reshape(out4), c, hp, wp, kh, kw, dh, dw, band, spare,
-            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
-        return out
-    direct.fused = True  # type: ignore[attr-defined]
-    return direct
+            res_rows, e.bias, e.code, e.p0, e.p1, e.k)
+    return _fused_plan("direct", call, lambda: _direct_serial_plan(x5_shape, w, out_shape, c, hp, wp, kh, kw, dh, dw,
+                                                                   band, pb, None),
+                       epilogue, out_shape, dtype, e.no_res, False)
 
 
 # A stride-1 2-D / 1-D float32 convolution (dense, or grouped with at least two input channels a group) as an
@@ -1326,20 +1342,14 @@ def _pointwise_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[i
     parts = max(1, min(blocks, -(-threads // n)))
     tasks = min(n * parts, threads)
     e = _epilogue_args(epilogue, w2.dtype)
-    rows_shape = (n * cout, p)
     run = entry(pointwise_rows, c_array(3, w2.dtype), w2, c_array(3, w2.dtype), parts, tasks, c_array(2, w2.dtype),
                 e.bias, e.code, e.p0, e.p1, e.k)
 
-    def pointwise(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
-        if _broadcasts(epilogue, res, out_shape, w2.dtype):
-            return with_epilogue(_pointwise_plan(x5_shape, w, out_shape, None), epilogue)(x, res)
-        out = OUTPUTS.empty(out_shape, w2.dtype)
-        run(np.ascontiguousarray(x).reshape(n, c, p), w2, out.reshape(n, cout, p), parts, tasks,
-            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
-        return out
-    pointwise.fused = True  # type: ignore[attr-defined]
-    pointwise.parallel = tasks > 1  # type: ignore[attr-defined]
-    return pointwise
+    def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
+        run(np.ascontiguousarray(x).reshape(n, c, p), w2, out.reshape(n, cout, p), parts, tasks, res_rows, e.bias,
+            e.code, e.p0, e.p1, e.k)
+    return _fused_plan("pointwise", call, lambda: _pointwise_plan(x5_shape, w, out_shape, None), epilogue, out_shape,
+                       w2.dtype, e.no_res, tasks > 1)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -1412,7 +1422,6 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     offs = np.array([((ci * sh + ky * dh % sh) * sw + kx * dw % sw) * hp * wp + ky * dh // sh * wp + kx * dw // sw
                      for ci in range(c // w2.shape[0]) for ky in range(kh) for kx in range(kw)], np.int64)
     hp *= sh * sw  # one input channel's values: all its phase planes
-    rows_shape = (out4[0] * out4[1], out4[2] * out4[3])
     e = _epilogue_args(epilogue, w2.dtype)
     parallel = w2.shape[0] * w2.shape[1] * ck * oh * wp * n >= IMPLICIT_PARALLEL_MIN
     threads = numba.config.NUMBA_NUM_THREADS if parallel else 1
@@ -1425,18 +1434,13 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
                 c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, c_array(2, w2.dtype), e.bias,
                 e.code, e.p0, e.p1, e.k)
 
-    def implicit(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
-        if _broadcasts(epilogue, res, out_shape, w2.dtype):
-            return with_epilogue(_implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh, kw, dh, dw, pb,
-                                                None, sh, sw), epilogue)(x, res)
-        out = OUTPUTS.empty(out_shape, w2.dtype)
+    def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
             SCRATCH.get(0, xp_shape, w2.dtype), SCRATCH.get(1, wide_shape, w2.dtype), c, hp, wp, parts, tasks,
-            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
-        return out
-    implicit.fused = True  # type: ignore[attr-defined]
-    implicit.parallel = tasks > 1  # type: ignore[attr-defined]
-    return implicit
+            res_rows, e.bias, e.code, e.p0, e.p1, e.k)
+    return _fused_plan("implicit", call, lambda: _implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh,
+                                                                kw, dh, dw, pb, None, sh, sw),
+                       epilogue, out_shape, w2.dtype, e.no_res, tasks > 1)
 
 
 def _direct_fits(cpg: int, taps: int, g: int, kw: int, p_out: int) -> bool:
@@ -1699,21 +1703,14 @@ def _depthwise3_plan(x5_shape: tuple[int, ...], w3: np.ndarray, out_shape: tuple
     planes, h, w_in, ys, ye, xs, xe, y0, x0 = _fill_geometry(x5_shape, hp, wp, pb)
     fill = (planes, h, w_in, hp, wp, ys, ye, xs, xe, y0, x0)
     e = _epilogue_args(epilogue, dtype)
-    rows_shape = (out_shape[0] * out_shape[1], oh * ow)
     run = entry(depthwise3, c_array(1, dtype), fill, c_array(1, dtype), w3, c_array(4, dtype), s[1], s[2], tasks,
                 c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
-    def rows3(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
-        if _broadcasts(epilogue, res, out_shape, dtype):
-            return with_epilogue(_depthwise3_plan(x5_shape, w3, out_shape, s, pb, tasks, None), epilogue)(x, res)
-        out = OUTPUTS.empty(out_shape, dtype)
-        buf = SCRATCH.get(0, (planes * hp * wp,), dtype)
-        run(np.ascontiguousarray(x).reshape(-1), fill, buf, w3, out, s[1], s[2], tasks,
-            _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1, e.k)
-        return out
-    rows3.fused = True  # type: ignore[attr-defined]
-    rows3.parallel = tasks > 1  # type: ignore[attr-defined]
-    return rows3
+    def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
+        run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w3, out, s[1],
+            s[2], tasks, res_rows, e.bias, e.code, e.p0, e.p1, e.k)
+    return _fused_plan("rows3", call, lambda: _depthwise3_plan(x5_shape, w3, out_shape, s, pb, tasks, None),
+                       epilogue, out_shape, dtype, e.no_res, tasks > 1)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -1782,22 +1779,15 @@ def _stride2_plan(x5_shape: tuple[int, ...], w4: np.ndarray, out_shape: tuple[in
     w2 = np.ascontiguousarray(w4.reshape(w4.shape[0], kh * kw))
     offs = np.array([ky * wp + kx for ky in range(kh) for kx in range(kw)], np.int64)
     e = _epilogue_args(epilogue, dtype)
-    rows_shape = (planes, oh * ow)
     run = entry(depthwise_stride2, c_array(1, dtype), fill, c_array(1, dtype), w2, offs, c_array(4, dtype), hp, wp,
                 s[1], tasks, c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
-    def stride2(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
-        if _broadcasts(epilogue, res, out_shape, dtype):
-            return with_epilogue(_stride2_plan(x5_shape, w4, out_shape, s, pb, tasks, None), epilogue)(x, res)
-        out = OUTPUTS.empty(out_shape, dtype)
-        buf = SCRATCH.get(0, (planes * hp * wp,), dtype)
-        run(np.ascontiguousarray(x).reshape(-1), fill, buf, w2, offs, out.reshape((out_shape[0], out_shape[1], oh, ow)),
-            hp, wp, s[1], tasks, _residual_rows(epilogue, res, rows_shape, e.no_res), e.bias, e.code, e.p0, e.p1,
-            e.k)
-        return out
-    stride2.fused = True  # type: ignore[attr-defined]
-    stride2.parallel = tasks > 1  # type: ignore[attr-defined]
-    return stride2
+    def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
+        run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w2, offs,
+            out.reshape((out_shape[0], out_shape[1], oh, ow)), hp, wp, s[1], tasks, res_rows, e.bias, e.code, e.p0,
+            e.p1, e.k)
+    return _fused_plan("stride2", call, lambda: _stride2_plan(x5_shape, w4, out_shape, s, pb, tasks, None),
+                       epilogue, out_shape, dtype, e.no_res, tasks > 1)
 
 
 def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations, pads_begin, out_spatial,

@@ -137,49 +137,31 @@ def _tile_kernel(mr: int, nr: int, accumulate: bool, offsets: bool = False, mask
 NH = NR // 2
 
 
-def _make_rows_dispatch(width: int, offsets: bool = False, masked: bool = False):
-    """_rows_tile(rows, first, ..., cols) for panels `width` columns wide (`cols` of them written: all but
-    with `masked`): the tile kernel for `rows` rows (1..MR: the last rows of a product take the one for
-    their count, no padding), by an if-chain Numba compiles (a tuple of intrinsics cannot be indexed at run
-    time)."""
-    lines = ["def _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k, cols):"]
-    scope = {}
-    call = "(a, lda, b, ldb, c, ldc, k, cols)" if masked else "(a, lda, b, ldb, c, ldc, k)"
-    for r in range(1, MR + 1):
-        scope[f"_S{r}"] = _tile_kernel(r, width, False, offsets, masked)
-        scope[f"_A{r}"] = _tile_kernel(r, width, True, offsets, masked)
-        lines.append(f"    {'if' if r == 1 else 'elif'} rows == {r}:")
-        lines.append(f"        if first:\n            _S{r}{call}")
-        lines.append(f"        else:\n            _A{r}{call}")
+def _make_panel_dispatch():
+    """_panel(with_offs, width, rows, first, a, lda, b, ldb, c, ldc, k): the tile kernel for B's rows in place
+    (or by offset, `with_offs`), a panel `width` columns wide (NR, NH, or fewer: masked) and `rows` rows (1..MR:
+    the last rows of a product take the one for their count, no padding), by an if-chain Numba compiles (a
+    tuple of intrinsics cannot be indexed at run time)."""
+    lines = ["def _panel(with_offs, width, rows, first, a, lda, b, ldb, c, ldc, k):"]
+    scope = {"NR": NR, "NH": NH}
+    for offsets in (True, False):
+        lines.append(f"    {'if with_offs' if offsets else 'else'}:")
+        for w_test, width, masked in (("width == NR", NR, False), ("width == NH", NH, False), ("True", NH, True)):
+            lines.append(f"        {'if' if width == NR else 'elif'} {w_test}:")
+            call = "(a, lda, b, ldb, c, ldc, k, width)" if masked else "(a, lda, b, ldb, c, ldc, k)"
+            for r in range(1, MR + 1):
+                tag = f"{'o' if offsets else 'p'}{width}{'m' if masked else ''}_{r}"
+                scope[f"_S{tag}"] = _tile_kernel(r, width, False, offsets, masked)
+                scope[f"_A{tag}"] = _tile_kernel(r, width, True, offsets, masked)
+                lines.append(f"            {'if' if r == 1 else 'elif'} rows == {r}:")
+                lines.append(f"                if first:\n                    _S{tag}{call}")
+                lines.append(f"                else:\n                    _A{tag}{call}")
     exec("\n".join(lines), scope)  # noqa: S102 - generated from the constants above only
     # inlined into gemm (cached with it): a function made by exec has no file for Numba's cache
-    return njit(nogil=True, inline="always")(scope["_rows_tile"])
+    return njit(nogil=True, inline="always")(scope["_panel"])
 
 
-_rows_tile = _make_rows_dispatch(NR)
-_rows_tile_half = _make_rows_dispatch(NH)
-_rows_tile_offs = _make_rows_dispatch(NR, True)
-_rows_tile_half_offs = _make_rows_dispatch(NH, True)
-_rows_tile_rest = _make_rows_dispatch(NH, False, True)
-_rows_tile_rest_offs = _make_rows_dispatch(NH, True, True)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _panel(with_offs, width, rows, first, a, lda, b, ldb, c, ldc, k):  # pragma: no cover - compiled
-    """One panel of `width` columns (NR, NH, or fewer: masked) for `rows` rows."""
-    if with_offs:
-        if width == NR:
-            _rows_tile_offs(rows, first, a, lda, b, ldb, c, ldc, k, width)
-        elif width == NH:
-            _rows_tile_half_offs(rows, first, a, lda, b, ldb, c, ldc, k, width)
-        else:
-            _rows_tile_rest_offs(rows, first, a, lda, b, ldb, c, ldc, k, width)
-    elif width == NR:
-        _rows_tile(rows, first, a, lda, b, ldb, c, ldc, k, width)
-    elif width == NH:
-        _rows_tile_half(rows, first, a, lda, b, ldb, c, ldc, k, width)
-    else:
-        _rows_tile_rest(rows, first, a, lda, b, ldb, c, ldc, k, width)
+_panel = _make_panel_dispatch()
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
