@@ -416,3 +416,26 @@ def test_static_small_binary_ops_call_numpy_directly(tmp_path, dtype):
             got = m.run({"x": x})["y"]
             np.testing.assert_array_equal(got, want)
             np.testing.assert_array_equal(got, m.run({"x": x}, profile=True)["y"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_static_binary_op_on_two_scalars_gives_a_0d_array(tmp_path, dtype):
+    """Two 0-d operands on a static model (torchvision's NMS head adds two scalars) take numpy's ufunc in
+    the straight-line runner too; the step's result stays a 0-d array of the op's type, not a numpy
+    scalar, with the kernel's bits (a profiled run calls the kernel)."""
+    et = {np.float32: "f32", np.float64: "f64"}[dtype]
+    b = IRBuilder("scalars")
+    p = b.parameter("x", (), et)
+    (h,) = b.layer("Add", [p, b.const(np.array(1.5, dtype))], [((), et)], version="opset1")
+    (y,) = b.layer("Multiply", [h, p], [((), et)], version="opset1", names=["y"])
+    b.result(y)
+    m = irnorm.load(b.save(tmp_path))
+    assert m._plan.source.count("= every") == 2
+    for v in (2.25, np.inf, -0.0, np.nan):
+        x = np.array(v, dtype)
+        with np.errstate(all="ignore"):
+            want = (x + dtype(1.5)) * x
+            got, profiled = m.run({"x": x})["y"], m.run({"x": x}, profile=True)["y"]
+        for out in (got, profiled):
+            assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == dtype
+            np.testing.assert_array_equal(out, want)

@@ -114,9 +114,9 @@ def test_roi_align_batch_indices_out_of_range_are_a_runtime_error(tmp_path):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_hard_nms_kernel_selects_what_the_step_by_step_loop_selects(seed):
-    """nms_hard (the Numba scan used for sigma = 0) against nms_select (OpenVINO's reference loop, kept for
+    """nms_hard (the Numba kernel used for sigma = 0) against nms_select (OpenVINO's reference loop, kept for
     soft NMS): the same boxes in the same order, over tied scores, duplicate and zero-area boxes, scores
-    at the threshold and limits below the number of candidates."""
+    at the threshold, limits below the number of candidates, both box encodings, sorted and unsorted."""
     from irnorm.ops.selection import _corners, nms_hard, nms_select
 
     rng = np.random.default_rng(seed)
@@ -127,11 +127,17 @@ def test_hard_nms_kernel_selects_what_the_step_by_step_loop_selects(seed):
     boxes = np.concatenate([xy, xy + wh], axis=-1)
     if n > 4:
         boxes[:, 1] = boxes[:, 0]  # a duplicate box
+        boxes[:, 2] = boxes[:, 2, [2, 3, 0, 1]]  # corners in the other order
     scores = np.round(rng.random((b, c, n)), 2).astype(np.float32)  # many ties
-    corners = _corners(boxes, False)
-    for max_per_class, iou, thr in ((n, 0.5, 0.0), (5, 0.3, 0.25), (1 << 40, 0.0, 0.5), (0, 0.5, 0.0),
-                                    (n, 1.0, 0.1)):
-        fast = nms_hard(corners, scores, max_per_class, iou, thr)
-        slow = nms_select(corners, scores, max_per_class, iou, thr, 0.0)
-        assert [p[:3] for p in fast] == [p[:3] for p in slow]
-        assert [float(p[3]) for p in fast] == [float(p[3]) for p in slow]
+    for center in (False, True):
+        corners = _corners(boxes, center)
+        for max_per_class, iou, thr in ((n, 0.5, 0.0), (5, 0.3, 0.25), (1 << 40, 0.0, 0.5), (0, 0.5, 0.0),
+                                        (n, 1.0, 0.1)):
+            slow = nms_select(corners, scores, max_per_class, iou, thr, 0.0)
+            for sort_desc in (False, True):
+                if sort_desc:
+                    slow = sorted(slow, key=lambda p: -p[3])
+                idx, sel = nms_hard(boxes, scores, center, max_per_class, iou, thr, sort_desc)
+                assert idx.dtype == np.int64 and sel.dtype == np.float32
+                assert idx.tolist() == [list(p[:3]) for p in slow]
+                assert sel.tolist() == [[p[0], p[1], float(p[3])] for p in slow]

@@ -46,3 +46,69 @@ def hard_nms(boxes, order, max_keep, iou_thr, kept):
             kept[count] = k
             count += 1
     return count
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _ordered_min(a, b):
+    """np.minimum on two float32 scalars: NaN when either is."""
+    if a != a or b != b:
+        return np.float32(np.nan)
+    return a if a <= b else b
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _fill_corners(boxes, center, corners):
+    """corners[k] = box k as (y1, x1, y2, x2), y1 <= y2 and x1 <= x2; center boxes are (x_c, y_c, w, h)."""
+    two = np.float32(2)
+    for k in range(boxes.shape[0]):
+        if center:
+            half_w, half_h = boxes[k, 2] / two, boxes[k, 3] / two
+            corners[k, 0] = boxes[k, 1] - half_h
+            corners[k, 1] = boxes[k, 0] - half_w
+            corners[k, 2] = boxes[k, 1] + half_h
+            corners[k, 3] = boxes[k, 0] + half_w
+        else:
+            y1, x1, y2, x2 = boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3]
+            corners[k, 0] = _ordered_min(y1, y2)
+            corners[k, 1] = _ordered_min(x1, x2)
+            corners[k, 2] = -_ordered_min(-y1, -y2)
+            corners[k, 3] = -_ordered_min(-x1, -x2)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def hard_nms_all(boxes, center, scores, max_per_class, iou_thr, score_thr, sort_desc):
+    """The whole hard NMS: boxes [B, N, 4] and scores [B, C, N] float32; returns the selected
+    (batch, class, box) rows [M, 3] int64 and (batch, class, score) rows [M, 3] float32, batch by batch,
+    class by class in selection order, or -- sort_desc -- all by score, highest first, stable."""
+    n_batch, n_class, n_box = scores.shape
+    cap = max(min(n_box, max_per_class), 0)
+    idx = np.empty((n_batch * n_class * cap, 3), np.int64)
+    val = np.empty((n_batch * n_class * cap, 3), np.float32)
+    corners = np.empty((n_box, 4), np.float32)
+    kept = np.empty(cap, np.int64)
+    cand = np.empty(n_box, np.int64)
+    neg = np.empty(n_box, np.float32)
+    m = 0
+    for bi in range(n_batch if cap > 0 else 0):
+        _fill_corners(boxes[bi], center, corners)
+        for ci in range(n_class):
+            s = scores[bi, ci]
+            n_cand = 0
+            for k in range(n_box):
+                if s[k] > score_thr:
+                    cand[n_cand] = k
+                    neg[n_cand] = -s[k]
+                    n_cand += 1
+            # highest score first, lower box index first on ties (a stable sort of ascending indices)
+            order = cand[:n_cand][np.argsort(neg[:n_cand], kind="mergesort")]
+            count = hard_nms(corners, order, max_per_class, iou_thr, kept)
+            for t in range(count):
+                k = kept[t]
+                idx[m, 0], idx[m, 1], idx[m, 2] = bi, ci, k
+                val[m, 0], val[m, 1], val[m, 2] = bi, ci, s[k]
+                m += 1
+    idx, val = idx[:m], val[:m]
+    if sort_desc and m > 1:
+        perm = np.argsort(-val[:, 2], kind="mergesort")
+        return idx[perm], val[perm]
+    return idx, val

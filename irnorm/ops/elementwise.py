@@ -211,15 +211,18 @@ class _Binary(Op):
                 raise runtime_error(layer, "integer division by zero") from None
 
         a_info, b_info = ctx.inputs
-        if (a_info.shape is not None and b_info.shape is not None and (a_info.shape or b_info.shape)
+        if (a_info.shape is not None and b_info.shape is not None
                 and all(d >= 0 for d in (*a_info.shape, *b_info.shape)) and a_info.dtype in FLOAT_TYPES
                 and (not none or a_info.shape == b_info.shape)):
             # static shapes for which run() takes numpy's ufunc: the plan's straight-line runner calls the
             # ufunc itself on every operand (runtime/plan.py), without run()'s list, key and checks (~1 us
             # of a 2.5 us step); its result is run()'s (the runner has no caller's out= array to fill)
-            ufunc = kern.small_ufunc(code, tuple(a_info.shape), tuple(b_info.shape), ELEMENT_TYPES[a_info.dtype])
-            if ufunc is not None:
+            dtype = ELEMENT_TYPES[a_info.dtype]
+            ufunc = kern.small_ufunc(code, tuple(a_info.shape), tuple(b_info.shape), dtype)
+            if ufunc is not None and (a_info.shape or b_info.shape):
                 run.static_all = ufunc  # type: ignore[attr-defined]
+            elif ufunc is not None:  # two 0-d operands: numpy's result would be a scalar, a step's is an array
+                run.static_all = lambda a, b: ufunc(a, b, out=np.empty((), dtype))  # type: ignore[attr-defined]
         return run
 
 

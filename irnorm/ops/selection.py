@@ -111,27 +111,16 @@ def nms_select(boxes: np.ndarray, scores: np.ndarray, max_per_class: int, iou_th
     return out
 
 
-def nms_hard(boxes: np.ndarray, scores: np.ndarray, max_per_class: int, iou_thr: float, score_thr: float
-             ) -> list[tuple[int, int, int, np.float32]]:
-    """nms_select for sigma = 0 (hard NMS), the greedy scan in a Numba kernel (kernels/nms.py): the same
-    selections in the same order.  A Python IoU per pair cost SSDLite's 3K-box NMS half a second."""
-    from ..kernels.nms import hard_nms  # lazy: validate never imports numba
+def nms_hard(boxes: np.ndarray, scores: np.ndarray, center: bool, max_per_class: int, iou_thr: float,
+             score_thr: float, sort_desc: bool) -> tuple[np.ndarray, np.ndarray]:
+    """nms_select for sigma = 0 (hard NMS) as one Numba kernel (kernels/nms.py: corners, candidate order,
+    the greedy scan, the final sort): the same selections in the same order, as (batch, class, box) rows
+    [M, 3] int64 and (batch, class, score) rows [M, 3] float32.  A Python IoU per pair cost SSDLite's
+    3K-box NMS half a second; Python around the scan cost the 64-box NMS head 25 of its 29 us."""
+    from ..kernels.nms import hard_nms_all  # lazy: validate never imports numba
 
-    iou32, thr32 = np.float32(iou_thr), np.float32(score_thr)
-    out: list[tuple[int, int, int, np.float32]] = []
-    if max_per_class <= 0:
-        return out
-    n_batch, n_class, n_box = scores.shape
-    kept = np.empty(min(n_box, max_per_class), np.int64)
-    for bi in range(n_batch):
-        corners = np.ascontiguousarray(boxes[bi], np.float32)
-        for ci in range(n_class):
-            s = scores[bi, ci].astype(np.float32)
-            cand = np.flatnonzero(s > thr32)
-            order = cand[np.lexsort((cand, -s[cand]))]  # highest score first, lower index on ties
-            count = hard_nms(corners, order, max_per_class, iou32, kept)
-            out.extend((bi, ci, int(k), s[k]) for k in kept[:count])
-    return out
+    return hard_nms_all(np.ascontiguousarray(boxes, np.float32), center, np.ascontiguousarray(scores, np.float32),
+                        max(int(max_per_class), 0), np.float32(iou_thr), np.float32(score_thr), sort_desc)
 
 
 def _scalar_input(ctx: NodeContext, i: int, what: str, kinds: tuple[str, ...]) -> None:
@@ -202,10 +191,11 @@ class NonMaxSuppression(Op):
                                            f"need boxes [B, N, 4] and scores [B, C, N]")
             max_per_class = max(int(scalar(ins, 2, 0)), 0)
             iou_thr, score_thr, sigma = (float(scalar(ins, i, 0.0)) for i in (3, 4, 5))
-            if np.float32(sigma) > 0:  # soft NMS: scores change and go back into a heap
-                picked = nms_select(_corners(boxes, center), scores, max_per_class, iou_thr, score_thr, sigma)
-            else:
-                picked = nms_hard(_corners(boxes, center), scores, max_per_class, iou_thr, score_thr)
+            if np.float32(sigma) <= 0:
+                idx, sel = nms_hard(boxes, scores, center, max_per_class, iou_thr, score_thr, sort_desc)
+                return [idx.astype(it, copy=False), sel, np.array([idx.shape[0]], it)][:n_out]
+            # soft NMS: scores change and go back into a heap
+            picked = nms_select(_corners(boxes, center), scores, max_per_class, iou_thr, score_thr, sigma)
             if sort_desc:  # stable: equal scores keep batch, class, box order
                 picked.sort(key=lambda p: -p[3])
             idx = np.array([p[:3] for p in picked], it).reshape(-1, 3)

@@ -311,7 +311,8 @@ def plain_runner(plan: Plan, mode: str = "plain") -> tuple[Callable[..., None], 
         s = plan.slot_of[(pi, 0)]
         if s in used:
             lines.append(f"        v{s} = slots[{s}]")
-    static_model = all(d >= 0 for pi in plan.parameters for d in (plan.graph.nodes[pi].outputs[0].shape or (-1,)))
+    shapes = [plan.graph.nodes[pi].outputs[0].shape for pi in plan.parameters]
+    static_model = all(shape is not None and all(d >= 0 for d in shape) for shape in shapes)  # 0-d inputs too
     cached = plan.shape_steps if mode != "plain" else frozenset()
     for j, st in enumerate(plan.steps):
         frees = [f"        v{s} = None" for s in st.free_slots]
