@@ -355,6 +355,7 @@ def test_depthwise_paths_and_reused_buffers_match_the_reference(monkeypatch, par
     monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", parallel_min)
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused buffers
     monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (which has a test of its own)
+    monkeypatch.setattr(conv, "STRIDE1_MIN_WIDTH", 1 << 30)
     rng = np.random.default_rng(11)
     taken = {"wide": 0, "direct": 0}
     for name, key in (("depthwise_wide", "wide"), ("depthwise", "direct")):
@@ -391,6 +392,7 @@ def test_depthwise_channels_inner_equals_the_other_kernels(monkeypatch, seed):
     from irnorm.kernels import conv
 
     monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (where irnorm's vector kernels run)
+    monkeypatch.setattr(conv, "STRIDE1_MIN_WIDTH", 1 << 30)
     rng = np.random.default_rng(100 + seed)
     taken = []
     orig = conv._depthwise_plan
@@ -437,6 +439,7 @@ def test_depthwise_channels_inner_large_planes(monkeypatch, shape, k, s, p):
     from irnorm.kernels import conv
 
     monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (where irnorm's vector kernels run)
+    monkeypatch.setattr(conv, "STRIDE1_MIN_WIDTH", 1 << 30)
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
     g = shape[1]
@@ -999,28 +1002,34 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_depthwise_column_stride_two(monkeypatch, parallel):
-    """Depthwise convolutions of column stride 2 (1-D and 2-D, any row stride, filter, pads, batch) on rows of
-    8+ outputs take the vector-row kernel (depthwise_stride2) where irnorm's vector kernels run: the float64
-    reference's values, the other depthwise kernels' bits (the same taps in the same order, a multiply then an
-    add each; NaN and inf where they fall), with a fused epilogue (bias, residual, Swish) as a fused step has
-    it, serial and with the planes over the threads."""
+@pytest.mark.parametrize("column_stride, parallel", [(2, False), (2, True), (1, False), (1, True)])
+def test_depthwise_vector_rows(monkeypatch, column_stride, parallel):
+    """Depthwise convolutions of column stride 2 (1-D and 2-D, any row stride, filter, pads, batch) or of
+    stride 1 on rows of 8+ outputs take the vector-row kernel (depthwise_rows) where irnorm's vector kernels
+    run -- at stride 1 except 3x3 filters on rows of 16+ (depthwise3's) -- : the float64 reference's values,
+    the other depthwise kernels' bits (the same taps in the same order, a multiply then an add each; NaN and
+    inf where they fall), with a fused epilogue (bias, residual, Swish) as a fused step has it, serial and
+    with the planes over the threads; maps of fewer than four, four to eight and more rows."""
     from irnorm.kernels import activation, conv, microgemm
 
     if parallel:
         monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # reused buffers: stale padding would show
-    calls = _record_calls(monkeypatch, conv, "depthwise_stride2", 9)  # its tasks
-    rng = np.random.default_rng(21)
+    calls = _record_calls(monkeypatch, conv, "depthwise_rows", 10)  # its tasks
+    rng = np.random.default_rng(21 + column_stride)
     kinds = [False, False, False, True] * 4  # 1-D data every fourth case
+    taken = 0
     for case, one_d in enumerate(kinds):
         k = [1, int(rng.integers(1, 6))] if one_d else [int(v) for v in rng.integers(1, 6, 2)]
-        s = [1, 2] if one_d else [int(rng.integers(1, 4)), 2]
+        if column_stride == 1 and case % 3 == 0 and not one_d:
+            k = [3, 3]
+        row_stride = 1 if one_d or column_stride == 1 else int(rng.integers(1, 4))
+        s = [1, column_stride] if one_d else [row_stride, column_stride]
         pb = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
         pe = [0, int(rng.integers(0, 3))] if one_d else [int(v) for v in rng.integers(0, 3, 2)]
         g, n = int(rng.integers(1, 40)), int(rng.integers(1, 3))
-        spatial = [1 if one_d else int(rng.integers(1, 20)) + k[0], 2 * int(rng.integers(8, 40)) + k[1] - 1]
+        width = column_stride * int(rng.integers(8, 40)) + k[1] - column_stride
+        spatial = [1 if one_d else int(rng.integers(1, 20)) + k[0], width]
         x = rng.standard_normal((n, g, *spatial)).astype(np.float32)
         if case % 5 == 0:
             x.reshape(-1)[[1, 7]] = [np.nan, np.inf]
@@ -1034,9 +1043,12 @@ def test_depthwise_column_stride_two(monkeypatch, parallel):
                 exp.shape[2:], None, epi)
         before = len(calls)
         y = np.array(conv.depthwise_plan(*args)(x, res), copy=True)
-        assert (len(calls) > before) == microgemm.ENABLED, f"case {case}"
+        rows_kernel = microgemm.ENABLED and not (column_stride == 1 and k == [3, 3] and exp.shape[-1] >= 16)
+        assert (len(calls) > before) == rows_kernel, f"case {case}"
+        taken += rows_kernel
         with monkeypatch.context() as mp:
             mp.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)
+            mp.setattr(conv, "STRIDE1_MIN_WIDTH", 1 << 30)
             other = conv.depthwise_plan(*args)(x, res)
         np.testing.assert_array_equal(y, other, err_msg=f"case {case}")
         want = activation.unary(activation.SWISH, (exp + bias.reshape(1, -1, 1, 1) + res).astype(np.float32), 1.0,
@@ -1046,7 +1058,25 @@ def test_depthwise_column_stride_two(monkeypatch, parallel):
                                    err_msg=f"case {case}")
         np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
     if microgemm.ENABLED:
-        assert len(calls) == len(kinds) and (max(calls) > 1) == parallel
+        assert len(calls) == taken >= len(kinds) // 2 and (max(calls) > 1) == parallel
+
+
+@pytest.mark.parametrize("spatial, k, strides", [
+    ((37,), (5,), (2,)), ((30,), (3,), (1,)), ((1, 6, 40), (1, 3, 3), (1, 2, 2)), ((1, 9, 12), (1, 5, 5), (1, 1, 1))])
+def test_depthwise_vector_rows_on_1d_and_3d_data(spatial, k, strides):
+    """The vector-row kernel's geometry for 1-D data (one row of outputs) and 3-D data of depth 1 (its plane):
+    the float64 reference's values (1-D data of column stride 2 had failed with an IndexError)."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(sum(spatial))
+    g = 12
+    x = rng.standard_normal((2, g, *spatial)).astype(np.float32)
+    w = rng.standard_normal((g, *k)).astype(np.float32)
+    pads = [kk // 2 for kk in k]
+    want = R.group_convolution(x.astype(np.float64), w.reshape(g, 1, 1, *k).astype(np.float64), list(strides), pads,
+                               pads, [1] * len(k))
+    got = conv.depthwise_plan(x.shape, w, strides, (1,) * len(k), pads, want.shape[2:])(x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("n, c, hw, cout", [(1, 8, (32, 32), 48), (2, 16, (20, 31), 25), (3, 5, (40, 7), 96),

@@ -68,6 +68,14 @@ def parallel_min(code: int) -> int:
 _JIT = dict(nogil=True, cache=True, error_model="numpy")
 
 
+def pool_tasks(rows: int) -> int:
+    """Tasks for a pass over `rows` rows on Numba's threads: four a thread, for balance on a shared host (each
+    task stages through a buffer of its own: 64 tasks on two threads cost ~1.5 us more than 8 on [256, 128])."""
+    import numba
+
+    return max(1, min(rows, 4 * numba.get_num_threads()))
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _trig_reduces(x):
     """Whether no |x[i]| reaches vmath.TRIG_MAX (NaN does not), so vsin / vcos / vtan hold for the whole
@@ -379,6 +387,11 @@ class Epilogue(NamedTuple):
 
 
 _ACT_CHUNK = 1024  # elements staged per activation call: an L1-sized buffer
+# Rows at most this long take the short-row kernels (whole rows staged together, one activation call for
+# them all; the bias alone added in place): a call per row, with its slices, costs ~50 ns, more than a
+# 256-value row's add (AVX-512 EPYC, one thread: [64, 256] with Swish 11.2 -> 7.6 us, + bias alone 6.0 ->
+# 2.6; [16, 1024] 8.3 -> 7.5 and 3.2 -> 2.5).
+SHORT_ROW_MAX = _ACT_CHUNK
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -437,31 +450,43 @@ def _bias_act_short_rows(code, y, bias, c_count, per_column, r0, r1, p0, p1, k):
     [288 channels, 2x2]; a small MatMul's [tokens, features]): the biased values of as many whole rows as
     fit are staged, then one activation call runs over them all, instead of one call per short row.
     The bias is one value per row's channel (r % c_count), or per column when `per_column`; an empty
-    bias adds zero.  Same operations per element as _add_activate."""
+    bias adds zero.  Same operations per element as _add_activate.  With no activation the add runs in
+    place.  The bias's two forms are two loop nests, each with its row loop inside its branch: with the
+    branch inside the row loop LLVM left both scalar ([256, 128] + a bias per column: 7.8 -> 1.5 us)."""
     inner = y.shape[1]
-    per = max(1, _ACT_CHUNK // inner)
-    buf = np.empty(per * inner, y.dtype)
     zero = k[0]
     has_bias = bias.shape[0] > 0
-    for c0 in range(r0, r1, per):
-        c1 = min(r1, c0 + per)
-        q = 0
-        for r in range(c0, c1):
-            row = y[r]
-            dst = buf[q:q + inner]  # indices from 0 (not q + i): no wraparound checks, the loops vectorize
-            if per_column and has_bias:
+    if code < 0:
+        if per_column and has_bias:
+            for r in range(r0, r1):
+                row = y[r]
                 for i in range(inner):
-                    dst[i] = row[i] + bias[i]
-            else:
+                    row[i] = row[i] + bias[i]
+        else:
+            for r in range(r0, r1):
+                row = y[r]
                 b = bias[r % c_count] if has_bias else zero
                 for i in range(inner):
-                    dst[i] = row[i] + b
-            q += inner
-        seg = y[c0:c1].reshape(-1)
-        if code >= 0:
-            _apply(code, buf[:q], seg, p0, p1, k)
+                    row[i] = row[i] + b
+        return
+    per = max(1, _ACT_CHUNK // inner)
+    buf = np.empty(per * inner, y.dtype)
+    for c0 in range(r0, r1, per):
+        c1 = min(r1, c0 + per)
+        if per_column and has_bias:
+            for r in range(c0, c1):
+                row = y[r]
+                dst = buf[(r - c0) * inner:(r - c0 + 1) * inner]  # indices from 0: the loops vectorize
+                for i in range(inner):
+                    dst[i] = row[i] + bias[i]
         else:
-            _copy_in(seg, buf)
+            for r in range(c0, c1):
+                row = y[r]
+                b = bias[r % c_count] if has_bias else zero
+                dst = buf[(r - c0) * inner:(r - c0 + 1) * inner]
+                for i in range(inner):
+                    dst[i] = row[i] + b
+        _apply(code, buf[:(c1 - c0) * inner], y[c0:c1].reshape(-1), p0, p1, k)
 
 
 @njit(**_JIT)
@@ -482,8 +507,13 @@ def _bias_act_short_parallel(code, y, bias, c_count, per_column, p0, p1, k, task
 @njit(parallel=True, **_JIT)
 def _bias_act_parallel(code, y, bias, c_count, p0, p1, k, tasks):
     rows = y.shape[0]
+    short = y.shape[1] <= SHORT_ROW_MAX
     for t in prange(tasks):
-        _bias_act_rows(code, y, bias, c_count, t * rows // tasks, (t + 1) * rows // tasks, p0, p1, k)
+        if short:
+            _bias_act_short_rows(code, y, bias, c_count, False, t * rows // tasks, (t + 1) * rows // tasks, p0, p1,
+                                 k)
+        else:
+            _bias_act_rows(code, y, bias, c_count, t * rows // tasks, (t + 1) * rows // tasks, p0, p1, k)
 
 
 def bias_activation(y: np.ndarray, bias: np.ndarray | None, code: int, p0: float = 0.0, p1: float = 0.0
@@ -509,7 +539,7 @@ def bias_activation_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarr
     ftype, k = np.dtype(dtype).type, (_K64 if dtype == np.float64 else _K32)
     a0, a1 = ftype(p0), ftype(p1)
     if size >= (PARALLEL_MIN if after_parallel else parallel_min(code)) and n * c > 1:
-        tasks = min(n * c, 64)
+        tasks = pool_tasks(n * c)
 
         run_parallel = entry(_bias_act_parallel, code, c_array(2, dtype), b, c, a0, a1, k, tasks)
 
@@ -610,8 +640,8 @@ def _bias_residual_short_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
 @njit(**_JIT, inline="always")
 def residual_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
     """Rows r0..r1-1 of y [N*C, inner] in place: ((y + bias[channel]) + res), then activation `code`: the
-    short-row form for rows below a quarter of a staging chunk, else one row at a time."""
-    if y.shape[1] < _ACT_CHUNK // 4:
+    short-row form for rows of at most SHORT_ROW_MAX values, else one row at a time."""
+    if y.shape[1] <= SHORT_ROW_MAX:
         _bias_residual_short_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k)
     else:
         _bias_residual_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k)
@@ -641,7 +671,7 @@ def bias_residual_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray
     a0, a1 = ftype(p0), ftype(p1)
     typed = c_array(2, dtype)
     if size >= (PARALLEL_MIN if after_parallel else parallel_min(code)) and n * c > 1:
-        tasks = min(n * c, 64)
+        tasks = pool_tasks(n * c)
         run_parallel = entry(_bias_residual_parallel, code, typed, typed, b, c, a0, a1, k, tasks)
 
         def parallel(y: np.ndarray, res: np.ndarray) -> np.ndarray:
@@ -650,7 +680,7 @@ def bias_residual_plan(shape: tuple[int, ...], dtype: np.dtype, bias: np.ndarray
             run_parallel(code, y.reshape(rows_shape), res.reshape(rows_shape), b, c, a0, a1, k, tasks)
             return y
         return parallel
-    kernel = _bias_residual_short_rows if rows_shape[1] < _ACT_CHUNK // 4 else _bias_residual_rows
+    kernel = _bias_residual_short_rows if rows_shape[1] <= SHORT_ROW_MAX else _bias_residual_rows
     run_rows = entry(kernel, code, typed, typed, b, c, 0, rows_shape[0], a0, a1, k)
 
     def rows(y: np.ndarray, res: np.ndarray) -> np.ndarray:
@@ -692,9 +722,9 @@ def bias_activation_last(y: np.ndarray, bias: np.ndarray | None, code: int, p0: 
     rows = y.reshape(-1, y.shape[-1])
     b = np.zeros(0, y.dtype) if bias is None else bias
     ftype, k = y.dtype.type, (_K64 if y.dtype == np.float64 else _K32)
-    short = rows.shape[1] < _ACT_CHUNK // 4
+    short = rows.shape[1] <= SHORT_ROW_MAX
     if y.size >= parallel_min(code) and rows.shape[0] > 1:
-        tasks = min(rows.shape[0], 64)
+        tasks = pool_tasks(rows.shape[0])
         if short:
             _bias_act_short_parallel(code, rows, b, 1, True, ftype(p0), ftype(p1), k, tasks)
         else:

@@ -37,6 +37,7 @@ from . import PARALLEL_MIN, blas, microgemm, rowvec
 from .activation import (
     _K32,
     _K64,
+    SHORT_ROW_MAX,
     Epilogue,
     _bias_act_rows,
     _bias_act_short_rows,
@@ -810,7 +811,7 @@ def epilogue_range(rows, res, bias, c_count, code, p0, p1, k, r0, r1):  # pragma
     if res.shape[0] > 0:
         residual_rows(code, rows, res, bias, c_count, r0, r1, p0, p1, k)
     elif bias.shape[0] > 0 or code >= 0:
-        if rows.shape[1] < 256:
+        if rows.shape[1] <= SHORT_ROW_MAX:
             _bias_act_short_rows(code, rows, bias, c_count, False, r0, r1, p0, p1, k)
         else:
             _bias_act_rows(code, rows, bias, c_count, r0, r1, p0, p1, k)
@@ -1714,11 +1715,11 @@ def _depthwise3_plan(x5_shape: tuple[int, ...], w3: np.ndarray, out_shape: tuple
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _stride2_planes(buf, w, offs, out, hp, wp, sh, t0, t1):  # pragma: no cover
-    """Output planes t0..t1-1 (image * C + channel) of a depthwise convolution with column stride 2 (dilation
-    1) from the zero-padded planes buf [planes, hp, wp]: rowvec.taps_rows over rows of 16 outputs, four output
-    rows a call; taps (offsets `offs` into a plane, w [C, taps]) summed from zero in (ky, kx) order, each a
-    multiply then an add (the other depthwise kernels' bits)."""
+def _rowvec_planes(buf, w, offs, out, hp, wp, sh, sw, t0, t1):  # pragma: no cover
+    """Output planes t0..t1-1 (image * C + channel) of a depthwise convolution with column stride sw (1 or 2;
+    dilation 1) from the zero-padded planes buf [planes, hp, wp]: rowvec.taps_rows over rows of 16 outputs,
+    four output rows a call; taps (offsets `offs` into a plane, w [C, taps]) summed from zero in (ky, kx) order,
+    each a multiply then an add (the other depthwise kernels' bits)."""
     c_count, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     taps = offs.shape[0]
     vw, four = rowvec.VW, rowvec.TAP_ROWS
@@ -1730,63 +1731,75 @@ def _stride2_planes(buf, w, offs, out, hp, wp, sh, t0, t1):  # pragma: no cover
             dst = out.ctypes.data + 4 * (task * oh + oy) * ow
             src = base + 4 * oy * sh * wp
             block = oh - oy >= four
+            eight = oh - oy >= 8
             for j0 in range(0, ow, vw):
                 cols = min(vw, ow - j0)
-                if block:
-                    rowvec.taps_rows_2x4(src + 8 * j0, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
+                at = src + 4 * sw * j0
+                if eight and sw == 1:
+                    rowvec.taps_rows_1x8(at, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
+                elif eight:
+                    rowvec.taps_rows_2x8(at, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
+                elif sw == 1 and block:
+                    rowvec.taps_rows_1x4(at, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
+                elif sw == 1:
+                    rowvec.taps_rows_1x1(at, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
+                elif block:
+                    rowvec.taps_rows_2x4(at, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
                 else:
-                    rowvec.taps_rows_2x1(src + 8 * j0, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
-            oy += four if block else 1
+                    rowvec.taps_rows_2x1(at, sh * wp, offs.ctypes.data, wt, taps, dst + 4 * j0, ow, cols)
+            oy += 8 if eight else (four if block else 1)
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def depthwise_stride2(x, fill, buf, w, offs, out, hp, wp, sh, tasks, res, bias, code, p0, p1, k):  # pragma: no cover
-    """A float32 depthwise convolution of column stride 2 of x (flat [N*C planes]) in one call: the
-    zero-padded planes into buf (fill: fill_padded's geometry), the planes (_stride2_planes; `tasks` groups
+def depthwise_rows(x, fill, buf, w, offs, out, hp, wp, sh, sw, tasks, res, bias, code, p0, p1, k):  # pragma: no cover
+    """A float32 depthwise convolution of column stride sw (1 or 2) of x (flat [N*C planes]) in one call: the
+    zero-padded planes into buf (fill: fill_padded's geometry), the planes (_rowvec_planes; `tasks` groups
     over the threads, 1: the calling thread), each group's epilogue (epilogue_range) on out [N, C, OH, OW]."""
     planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
     fill_padded(x, planes, h, w_in, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
     rows = out.reshape((planes, out.shape[2] * out.shape[3]))
     c_count = out.shape[1]
     if tasks == 1:
-        _stride2_planes(buf, w, offs, out, hp, wp, sh, 0, planes)
+        _rowvec_planes(buf, w, offs, out, hp, wp, sh, sw, 0, planes)
         epilogue_rows(rows, res, bias, c_count, code, p0, p1, k)
     else:
         for t in prange(tasks):
             t0, t1 = t * planes // tasks, (t + 1) * planes // tasks
-            _stride2_planes(buf, w, offs, out, hp, wp, sh, t0, t1)
+            _rowvec_planes(buf, w, offs, out, hp, wp, sh, sw, t0, t1)
             epilogue_range(rows, res, bias, c_count, code, p0, p1, k, t0, t1)
 
 
 # float32 2-D depthwise convolutions (dilation 1) with column stride 2 and output rows at least this wide take
-# depthwise_stride2 where irnorm's vector kernels are measured (AVX-512).  Against the kernels before (AVX-512
+# depthwise_rows where irnorm's vector kernels are measured (AVX-512).  Against the kernels before (AVX-512
 # EPYC, one thread, padding included): EfficientNet's [1, 48, 32, 32] 3x3 / 2 30 -> 12 us, [1, 48, 16, 16] 5x5
 # / 2 14 -> 11, MobileNetV3's [1, 40, 16, 16] 3x3 / 2 8.1 -> 4.8, [1, 8, 32, 32] 5.9 -> 2.7, [1, 16, 64, 64] 54
 # -> 12; level for rows of 4 ([1, 96, 8, 8]: 5.6), slower for rows of 2 (where the channels-inner kernel stays).
 STRIDE2_MIN_WIDTH = 8
+# ... and with column stride 1, output rows at least this wide
+STRIDE1_MIN_WIDTH = 8
 
 
-def _stride2_plan(x5_shape: tuple[int, ...], w4: np.ndarray, out_shape: tuple[int, ...], s, pb, tasks: int,
-                  epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
-    """_depthwise_plan's column-stride-2 path (depthwise_stride2) for inputs of shape x5_shape [N, C, 1, H, W]
-    and filters w4 [C, 1, kh, kw]."""
+def _rowvec_plan(x5_shape: tuple[int, ...], w4: np.ndarray, out_shape: tuple[int, ...], s, pb, tasks: int,
+                 epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
+    """_depthwise_plan's vector-row path (depthwise_rows, column stride s[2] of 1 or 2) for inputs of shape
+    x5_shape [N, C, 1, H, W] and filters w4 [C, 1, kh, kw]."""
     dtype = w4.dtype
     kh, kw = w4.shape[2], w4.shape[3]
-    oh, ow = out_shape[2], out_shape[3]
-    hp, wp = (oh - 1) * s[1] + kh, (ow - 1) * 2 + kw
+    oh, ow = ((1,) + tuple(out_shape[2:]))[-2:]  # 1-D data: one row; 3-D data of depth 1: its plane
+    hp, wp = (oh - 1) * s[1] + kh, (ow - 1) * s[2] + kw
     fill = tuple(int(v) for v in _fill_geometry(x5_shape, hp, wp, pb))
     planes = fill[0]
     w2 = np.ascontiguousarray(w4.reshape(w4.shape[0], kh * kw))
     offs = np.array([ky * wp + kx for ky in range(kh) for kx in range(kw)], np.int64)
     e = _epilogue_args(epilogue, dtype)
-    run = entry(depthwise_stride2, c_array(1, dtype), fill, c_array(1, dtype), w2, offs, c_array(4, dtype), hp, wp,
-                s[1], tasks, c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
+    run = entry(depthwise_rows, c_array(1, dtype), fill, c_array(1, dtype), w2, offs, c_array(4, dtype), hp, wp,
+                s[1], s[2], tasks, c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w2, offs,
-            out.reshape((out_shape[0], out_shape[1], oh, ow)), hp, wp, s[1], tasks, res_rows, e.bias, e.code, e.p0,
-            e.p1, e.k)
-    return _fused_plan("stride2", call, lambda: _stride2_plan(x5_shape, w4, out_shape, s, pb, tasks, None),
+            out.reshape((out_shape[0], out_shape[1], oh, ow)), hp, wp, s[1], s[2], tasks, res_rows, e.bias, e.code,
+            e.p0, e.p1, e.k)
+    return _fused_plan("rowvec", call, lambda: _rowvec_plan(x5_shape, w4, out_shape, s, pb, tasks, None),
                        epilogue, out_shape, dtype, e.no_res, tasks > 1)
 
 
@@ -1805,11 +1818,14 @@ def _depthwise_plan(x_shape: tuple[int, ...], w: np.ndarray, strides, dilations,
     out_planes = (n, co) + tuple(o3[1:])
     if (microgemm.ENABLED and co == g and kk[0] == 1 and o3[0] == 1 and d == [1, 1, 1] and s[0] == 1 and s[2] == 2
             and o3[2] >= STRIDE2_MIN_WIDTH and w.dtype == np.float32):
-        return _stride2_plan(x5_shape, w4, out_shape, s, pb, tasks, epilogue)
+        return _rowvec_plan(x5_shape, w4, out_shape, s, pb, tasks, epilogue)
     if (co == g and kk == [1, 3, 3] and d == [1, 1, 1] and o3[0] == 1 and o3[2] >= DEPTHWISE3_MIN_WIDTH
             and s[0] == 1 and s[1] in (1, 2) and (s[2] == 1 or s[2] == 2 and g < CHANNELS_INNER_MIN)
             and w.dtype.kind == "f"):
         return _depthwise3_plan(x5_shape, w4.reshape(co, 3, 3), out_shape, s, pb, tasks, epilogue)
+    if (microgemm.ENABLED and co == g and kk[0] == 1 and o3[0] == 1 and d == [1, 1, 1] and s == [1, 1, 1]
+            and o3[2] >= STRIDE1_MIN_WIDTH and w.dtype == np.float32):
+        return _rowvec_plan(x5_shape, w4, out_shape, s, pb, tasks, epilogue)
     if (tasks == 1 and co == g and g >= CHANNELS_INNER_MIN and o3[0] == 1 and kk[0] == 1 and s[0] == 1
             and (s != [1, 1, 1] or o3[1] * o3[2] <= CHANNELS_INNER_PLANE)):
         wt = (w_inner if w_inner is not None else channels_inner_filter(w)).reshape(kk[1], kk[2], co)

@@ -11,7 +11,16 @@ from collections.abc import Callable
 import numpy as np
 
 from . import PARALLEL_MIN, blas
-from .activation import _ACT_CHUNK, _K32, _K64, Epilogue, _add_activate, _bias_act_cols, _bias_act_short_rows
+from .activation import (
+    _ACT_CHUNK,
+    _K32,
+    _K64,
+    SHORT_ROW_MAX,
+    Epilogue,
+    _add_activate,
+    _bias_act_cols,
+    _bias_act_short_rows,
+)
 from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm, gemm_nn
 from .jit import c_array, entry, njit, prange
 
@@ -128,7 +137,7 @@ def linear(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, 
                 for j in range(n):
                     o[j] = o[j] + other[j]
     elif code >= 0:
-        if n < _ACT_CHUNK // 4:
+        if n <= SHORT_ROW_MAX:
             _bias_act_short_rows(code, out, bias, 1, True, 0, rows, p0, p1, k)
         else:
             _bias_act_cols(code, out, bias, 0, rows, p0, p1, k)

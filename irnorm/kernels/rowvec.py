@@ -110,7 +110,11 @@ def _taps_rows_kernel(stride: int, rows: int, op: str = "mac"):
     return taps_rows
 
 
-TAP_ROWS = 4  # output rows of taps_rows_2x4
+TAP_ROWS = 4  # output rows of taps_rows_2x4 / taps_rows_1x4
+taps_rows_1x1 = _taps_rows_kernel(1, 1)
+taps_rows_1x4 = _taps_rows_kernel(1, TAP_ROWS)
+taps_rows_1x8 = _taps_rows_kernel(1, 8)
+taps_rows_2x8 = _taps_rows_kernel(2, 8)
 taps_rows_2x1 = _taps_rows_kernel(2, 1)
 taps_rows_2x4 = _taps_rows_kernel(2, TAP_ROWS)
 max_rows_2x1 = _taps_rows_kernel(2, 1, "max")  # (kernels/pooling.py's 3x3 / 2 max pool)
