@@ -608,33 +608,43 @@ def _bias_residual_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
 
 @njit(**_JIT)
 def _bias_residual_short_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
-    """_bias_residual_rows for rows shorter than a staging chunk (a late stage's [C, 4x4] or [C, 2x2] maps):
-    as many whole rows as fit are staged, then one activation call (or one copy) covers them all, as
+    """_bias_residual_rows for rows of at most SHORT_ROW_MAX values (a late stage's [C, 4x4] or [C, 2x2]
+    maps): as many whole rows as fit are staged, then one activation call covers them all, as
     _bias_act_short_rows does -- per row, the slices and the activation call had cost more than the row's
-    arithmetic ([64, 4] with a residual: 3.7 us against ~0.3).  Same operations per element."""
+    arithmetic ([64, 4] with a residual: 3.7 us against ~0.3); with no activation the adds run in place.
+    Same operations per element.  Loops index from 0 and the bias's two forms are two loop nests (as in
+    _bias_act_short_rows: otherwise LLVM left them scalar)."""
     inner = y.shape[1]
+    has_bias = bias.shape[0] > 0
+    if code < 0:
+        if has_bias:
+            for r in range(r0, r1):
+                row, other, b = y[r], res[r], bias[r % c_count]
+                for i in range(inner):
+                    row[i] = (row[i] + b) + other[i]
+        else:
+            for r in range(r0, r1):
+                row, other = y[r], res[r]
+                for i in range(inner):
+                    row[i] = row[i] + other[i]
+        return
     per = max(1, _ACT_CHUNK // inner)
     buf = np.empty(per * inner, y.dtype)
-    has_bias = bias.shape[0] > 0
-    flat, other = y.reshape(-1), res.reshape(-1)
     for c0 in range(r0, r1, per):
         c1 = min(r1, c0 + per)
-        q = 0
-        for r in range(c0, c1):
-            base = r * inner
-            if has_bias:
-                b = bias[r % c_count]
+        if has_bias:
+            for r in range(c0, c1):
+                row, other, b = y[r], res[r], bias[r % c_count]
+                dst = buf[(r - c0) * inner:(r - c0 + 1) * inner]
                 for i in range(inner):
-                    buf[q + i] = (flat[base + i] + b) + other[base + i]
-            else:
-                for i in range(inner):
-                    buf[q + i] = flat[base + i] + other[base + i]
-            q += inner
-        seg = flat[c0 * inner:c1 * inner]
-        if code >= 0:
-            _apply(code, buf[:q], seg, p0, p1, k)
+                    dst[i] = (row[i] + b) + other[i]
         else:
-            _copy_in(seg, buf)
+            for r in range(c0, c1):
+                row, other = y[r], res[r]
+                dst = buf[(r - c0) * inner:(r - c0 + 1) * inner]
+                for i in range(inner):
+                    dst[i] = row[i] + other[i]
+        _apply(code, buf[:(c1 - c0) * inner], y[c0:c1].reshape(-1), p0, p1, k)
 
 
 @njit(**_JIT, inline="always")
