@@ -456,15 +456,13 @@ def _bias_act_short_rows(code, y, bias, c_count, per_column, r0, r1, p0, p1, k):
     inner = y.shape[1]
     zero = k[0]
     has_bias = bias.shape[0] > 0
-    if code < 0:
-        if per_column and has_bias:
-            for r in range(r0, r1):
-                row = y[r]
+    if code < 0:  # the add alone, in place (one array: LLVM vectorizes either form with the branch here)
+        for r in range(r0, r1):
+            row = y[r]
+            if per_column and has_bias:
                 for i in range(inner):
                     row[i] = row[i] + bias[i]
-        else:
-            for r in range(r0, r1):
-                row = y[r]
+            else:
                 b = bias[r % c_count] if has_bias else zero
                 for i in range(inner):
                     row[i] = row[i] + b
