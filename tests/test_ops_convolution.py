@@ -1062,10 +1062,12 @@ def test_depthwise_vector_rows(monkeypatch, column_stride, parallel):
 
 
 @pytest.mark.parametrize("spatial, k, strides", [
-    ((37,), (5,), (2,)), ((30,), (3,), (1,)), ((1, 6, 40), (1, 3, 3), (1, 2, 2)), ((1, 9, 12), (1, 5, 5), (1, 1, 1))])
+    ((37,), (5,), (2,)), ((30,), (3,), (1,)), ((1, 6, 40), (1, 3, 3), (1, 2, 2)), ((1, 9, 12), (1, 5, 5), (1, 1, 1)),
+    ((1, 9, 20), (1, 3, 3), (1, 1, 1))])
 def test_depthwise_vector_rows_on_1d_and_3d_data(spatial, k, strides):
-    """The vector-row kernel's geometry for 1-D data (one row of outputs) and 3-D data of depth 1 (its plane):
-    the float64 reference's values (1-D data of column stride 2 had failed with an IndexError)."""
+    """The vector-row and 3x3 kernels' geometry for 1-D data (one row of outputs) and 3-D data of depth 1 (its
+    plane): the float64 reference's values (1-D data of column stride 2 had failed with an IndexError on the
+    vector rows, depth-1 3-D data with a reshape error on the 3x3 kernel)."""
     from irnorm.kernels import conv
 
     rng = np.random.default_rng(sum(spatial))

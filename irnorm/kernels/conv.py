@@ -1717,7 +1717,7 @@ def _depthwise3_plan(x5_shape: tuple[int, ...], w3: np.ndarray, out_shape: tuple
                      tasks: int, epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     """_depthwise_plan's 3x3 path (depthwise3) for inputs of shape x5_shape [N, C, 1, H, W]."""
     dtype = w3.dtype
-    oh, ow = out_shape[2], out_shape[3]
+    oh, ow = out_shape[-2:]  # 2-D data, or 3-D data of depth 1: its plane
     hp, wp = (oh - 1) * s[1] + 3, (ow - 1) * s[2] + 3
     planes, h, w_in, ys, ye, xs, xe, y0, x0 = _fill_geometry(x5_shape, hp, wp, pb)
     fill = (planes, h, w_in, hp, wp, ys, ye, xs, xe, y0, x0)
@@ -1726,8 +1726,9 @@ def _depthwise3_plan(x5_shape: tuple[int, ...], w3: np.ndarray, out_shape: tuple
                 c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
-        run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w3, out, s[1],
-            s[2], tasks, res_rows, e.bias, e.code, e.p0, e.p1, e.k)
+        run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w3,
+            out.reshape((out_shape[0], out_shape[1], oh, ow)), s[1], s[2], tasks, res_rows, e.bias, e.code, e.p0,
+            e.p1, e.k)
     return _fused_plan("rows3", call, lambda: _depthwise3_plan(x5_shape, w3, out_shape, s, pb, tasks, None),
                        epilogue, out_shape, dtype, e.no_res, tasks > 1)
 
