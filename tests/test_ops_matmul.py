@@ -246,6 +246,90 @@ def test_small_linear_in_one_call(rows, depth, n, layout, dtype):
     assert linear_plan(rows, np.asfortranarray(np.ones((depth, n), dtype))[::1, ::-1], None) is None  # not one C block
 
 
+@pytest.mark.parametrize("rows, depth, n", [(256, 32, 128), (64, 256, 64), (37, 512, 61)])
+@pytest.mark.parametrize("layout", ["row_major", "transposed"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_rows_on_threads(rows, depth, n, layout, dtype, monkeypatch):
+    """A product from LINEAR_PARALLEL_FLOPS on runs as row ranges on Numba's threads, each with its epilogue
+    (linear_parallel): the bits of the one-call path on the calling thread for every epilogue form (bias,
+    activation, residual), a row count that does not divide evenly included, and np.dot's values to rounding."""
+    from irnorm.kernels import activation, blas, linear
+
+    if blas.gemm_address(np.dtype(dtype)) is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: the one-call path is not taken")
+    assert 2 * rows * depth * n >= linear.LINEAR_PARALLEL_FLOPS and linear.linear_tasks(rows, n, depth) > 1
+    rng = np.random.default_rng(rows * n)
+    a = rng.standard_normal((rows, depth)).astype(dtype)
+    a[rows // 2, 3] = np.nan  # a NaN in a row of the second range
+    b = (rng.standard_normal((n, depth)).astype(dtype).T if layout == "transposed"
+         else rng.standard_normal((depth, n)).astype(dtype))
+    bias = rng.standard_normal(n).astype(dtype)
+    res = rng.standard_normal((rows, n)).astype(dtype)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    forms = [(None, False), (bias, False), (None, True), (bias, True)]
+    forms += [(bias, code) for code in (activation.RELU, activation.GELU_ERF, activation.SWISH)]
+    for bias_v, form in forms:
+        residual = form is True
+        code = -1 if isinstance(form, bool) else form
+        epilogue = activation.Epilogue(bias_v, code, 1.0, 0.0, residual)
+        extra = (res,) if residual else ()
+        threaded = linear.linear_plan(rows, b, epilogue)
+        assert threaded is not None and threaded.__name__ == "run_parallel"
+        got, want_bits = np.empty((rows, n), dtype), np.empty((rows, n), dtype)
+        threaded(a, got, *extra)
+        # the bits of one call on the calling thread per row range of the cut
+        tasks = linear.linear_tasks(rows, n, depth)
+        monkeypatch.setattr(linear, "LINEAR_PARALLEL_FLOPS", 1 << 62)
+        monkeypatch.setattr(linear, "LINEAR_ONE_CALL_MAX", 1 << 62)  # the one call even for a large output
+        for t in range(tasks):
+            r0, r1 = t * rows // tasks, (t + 1) * rows // tasks
+            serial = linear.linear_plan(r1 - r0, b, epilogue)
+            assert serial is not None and serial.__name__ == "run"
+            serial(a[r0:r1], want_bits[r0:r1], *(e[r0:r1] for e in extra))
+        monkeypatch.undo()
+        np.testing.assert_array_equal(got, want_bits)
+        ref = a.astype(np.float64) @ b.astype(np.float64) + (0.0 if bias_v is None else bias_v)
+        if residual:
+            ref = ref + res
+        if code == activation.RELU:
+            ref = np.maximum(ref, 0.0)
+        elif code == activation.GELU_ERF:
+            from math import erf
+
+            ref = 0.5 * ref * (1.0 + np.vectorize(erf)(ref / np.sqrt(2.0)))
+        elif code == activation.SWISH:
+            with np.errstate(over="ignore"):
+                ref = ref / (1.0 + np.exp(-ref))
+        finite = ~np.isnan(ref)
+        assert np.isnan(got[~finite]).all()
+        np.testing.assert_allclose(got[finite], ref[finite], rtol=tol * 10, atol=tol * 10 * np.sqrt(depth))
+
+
+def test_batched_product_in_one_call():
+    """Small batched products of computed float32 operands (attention's P @ V) run as one call of irnorm's GEMM
+    kernels where they are enabled (blas.batched_product): np.matmul's values to rounding, a new C-contiguous
+    array of np.matmul's shape; other dtypes, broadcast batch dims and strided operands are np.matmul's."""
+    from irnorm.kernels import blas
+
+    rng = np.random.default_rng(5)
+    for lead, m, k, n in [((16, 2), 16, 16, 16), ((3,), 5, 33, 7), ((2, 1, 2), 64, 8, 3), ((4,), 1, 1, 1)]:
+        a = rng.standard_normal(lead + (m, k)).astype(np.float32)
+        b = rng.standard_normal(lead + (k, n)).astype(np.float32)
+        a[(0,) * len(lead) + (0, 0)] = np.nan
+        got = blas.batched_product(a, b)
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        assert got.shape == want.shape and got.dtype == np.float32 and got.flags.c_contiguous
+        assert not np.shares_memory(got, a) and not np.shares_memory(got, b)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    a = rng.standard_normal((3, 8, 16)).astype(np.float32)
+    b = rng.standard_normal((3, 16, 8)).astype(np.float32)
+    b_t = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, -1, -2)), -1, -2)  # B as the transposed view of K
+    for x, y in [(a.astype(np.float64), b.astype(np.float64)), (a[:1], b), (a, b_t), (a[:, :, ::2], b[:, ::2])]:
+        np.testing.assert_array_equal(blas.batched_product(x, y), np.matmul(x, y))
+
+
 def test_static_linear_called_with_its_one_operand(tmp_path):
     """On a static model a MatMul by a constant B (fused with its bias and Relu, or alone) is written into
     the plan's straight-line runner as a call with A alone (the kernel's static_call); the results are the

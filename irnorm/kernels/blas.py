@@ -292,6 +292,39 @@ def _micro_on_numba(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
+def batched_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b) for products too small for column blocks, as a new C-contiguous array: float32 operands
+    of equal batch dims, both C-contiguous, by irnorm's kernels in one call (micro_product); the rest by
+    np.matmul.  numpy calls BLAS once per batch item: Swin's attention [16, 2, 16, 16] @ [16, 2, 16, 16] 5.8 ->
+    3.9 us.  (B as the transposed view of K, attention's Q @ K^T, stays numpy's: laying each item of B out as
+    [K, N] first cost what the one call saves.)"""
+    lead = a.shape[:-2]
+    if (a.dtype != np.float32 or b.dtype != np.float32 or lead != b.shape[:-2] or a.ndim < 3
+            or not a.flags.c_contiguous or not b.flags.c_contiguous):
+        return np.matmul(a, b)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = math.prod(lead)
+    run = _micro_entry() if batch * m * n * k >= MICRO_MIN else None
+    if run is None:
+        return np.matmul(a, b)
+    out = np.empty((batch, m, n), np.float32)
+    run(a.reshape(batch, m, k), b.reshape(batch, k, n), out)
+    return out.reshape(lead + (m, n))
+
+
+def _micro_entry() -> Any:
+    """micro_product's entry point for C-contiguous 3-D float32 operands (jit.entry), None where irnorm's GEMM
+    kernels are not enabled; looked up once."""
+    if "micro" not in _state:
+        from . import microgemm
+        from .blas_blocks import micro_product
+        from .jit import c_array, entry
+
+        arr = c_array(3, np.dtype(np.float32))
+        _state["micro"] = entry(micro_product, arr, arr, arr) if microgemm.ENABLED else None
+    return _state["micro"]
+
+
 def product(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: tuple[tuple[int, int], ...] | None) -> None:
     """out = a @ b (np.matmul's broadcasting), by the column `blocks` of column_blocks (None: one call).
     The blocks run on as many threads as the calling thread's kernels may use (numba.get_num_threads:

@@ -27,6 +27,15 @@ from .jit import c_array, entry, njit, prange
 # Products with at most this many output elements take the one call (above, the epilogue runs on the pool).
 LINEAR_ONE_CALL_MAX = PARALLEL_MIN
 
+# Products of at least this many floating-point operations (2 * rows * K * N; below blas's column blocks) run
+# with their epilogue as row ranges on Numba's threads (linear_parallel), ranges of at least LINEAR_TASK_ROWS
+# rows.  Swin's MLP and projection products ([256, 32] x [32, 128] + Gelu, [256, 128] x [128, 32] + residual,
+# 2 MFLOP each): 31 -> 20 us a Gelu step, the network 466-488 -> 428-436 us; ViT's 1 MFLOP ones of 65 rows
+# were 5% slower so (the threads' wake-up costs about what half the product saves), hence 2M, not 1M.
+LINEAR_PARALLEL_FLOPS = 2 << 20
+LINEAR_TASK_ROWS = 16
+LINEAR_MAX_TASKS = 8
+
 # A product of at most this many rows of A (a classifier head on one image, a decoder's next token) is
 # computed as dot products of A's rows with the weight's [N, K] rows (narrow_linear), not by cblas_?gemm:
 # OpenBLAS's sgemm packs all of B for it, so the product costs as much as one with a hundred rows
@@ -111,23 +120,23 @@ def narrow_linear_parallel(a, wt, out, res, bias, code, p0, p1, k, tasks):  # pr
         _narrow_part(a, wt, out, res, bias, code, p0, p1, k, t * n // tasks, (t + 1) * n // tasks)
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
-def linear(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero):  # pragma: no cover
-    """out [M, N] = a [M, K] @ B, B = b ([K, N]; its transpose when trans_b: b is then [N, K]), then + bias[n]
-    (when bias is not empty) and activation `code` (none when negative): the Add and activation layers'
-    operations per element (bias_activation_last's).  When res [M, N] has rows (a residual; never with an
-    activation): (out + bias[n]) + res, the two Add layers' operations in their order."""
-    rows, depth = a.shape
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _linear_rows(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero, r0,
+                 r1):  # pragma: no cover
+    """linear() on rows r0..r1-1 of a and out only (a thread's share: a row's values do not depend on the cut)."""
+    depth = a.shape[1]
     n = out.shape[1]
+    item = out.itemsize
+    pa = a.ctypes.data + r0 * depth * item
+    po = out.ctypes.data + r0 * n * item
     if trans_b:
-        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, rows, n, depth, one, a.ctypes.data, depth,
-                  b.ctypes.data, ldb, zero, out.ctypes.data, n)
+        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, r1 - r0, n, depth, one, pa, depth, b.ctypes.data,
+                  ldb, zero, po, n)
     else:
-        gemm_nn(gemm_at, blas_int, rows, n, depth, one, a.ctypes.data, depth, b.ctypes.data, ldb, zero,
-                out.ctypes.data, n)
+        gemm_nn(gemm_at, blas_int, r1 - r0, n, depth, one, pa, depth, b.ctypes.data, ldb, zero, po, n)
     if res.shape[0] > 0:
         has_bias = bias.shape[0] > 0
-        for r in range(rows):
+        for r in range(r0, r1):
             o = out[r]
             other = res[r]
             if has_bias:
@@ -138,13 +147,33 @@ def linear(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, 
                     o[j] = o[j] + other[j]
     elif code >= 0:
         if n <= SHORT_ROW_MAX:
-            _bias_act_short_rows(code, out, bias, 1, True, 0, rows, p0, p1, k)
+            _bias_act_short_rows(code, out, bias, 1, True, r0, r1, p0, p1, k)
         else:
-            _bias_act_cols(code, out, bias, 0, rows, p0, p1, k)
+            _bias_act_cols(code, out, bias, r0, r1, p0, p1, k)
     elif bias.shape[0] > 0:
-        for r in range(rows):
+        for r in range(r0, r1):
             for j in range(n):
                 out[r, j] += bias[j]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def linear(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero):  # pragma: no cover
+    """out [M, N] = a [M, K] @ B, B = b ([K, N]; its transpose when trans_b: b is then [N, K]), then + bias[n]
+    (when bias is not empty) and activation `code` (none when negative): the Add and activation layers'
+    operations per element (bias_activation_last's).  When res [M, N] has rows (a residual; never with an
+    activation): (out + bias[n]) + res, the two Add layers' operations in their order."""
+    _linear_rows(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero, 0, a.shape[0])
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def linear_parallel(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero,
+                    tasks):  # pragma: no cover
+    """linear() with A's rows cut into `tasks` ranges run on Numba's threads, each its product and its
+    epilogue while the rows are in that core's cache: the same values."""
+    rows = a.shape[0]
+    for t in prange(tasks):
+        _linear_rows(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero,
+                     t * rows // tasks, (t + 1) * rows // tasks)
 
 
 def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None,
@@ -164,7 +193,10 @@ def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None,
     if rows <= NARROW_ROWS:
         return _narrow_plan(rows, b, epilogue, b_rows)
     depth, n = b.shape
-    if rows * n >= LINEAR_ONE_CALL_MAX or blas.column_blocks(rows, n, depth) is not None:
+    if blas.column_blocks(rows, n, depth) is not None:
+        return None
+    tasks = linear_tasks(rows, n, depth)
+    if tasks == 1 and rows * n >= LINEAR_ONE_CALL_MAX:
         return None
     if b.flags.c_contiguous:
         base, trans, ldb = b, False, n
@@ -182,11 +214,30 @@ def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None,
     args = (base, trans, ldb)
     tail = (*epilogue_args, dtype.type(1), dtype.type(0))
     no_res = np.zeros((0, 1), dtype)
+    if tasks > 1:
+        call_parallel = entry(linear_parallel, gemm_at, blas_int, c_array(2, dtype), *args, c_array(2, dtype), no_res,
+                              *tail, tasks)
+
+        def run_parallel(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
+            call_parallel(gemm_at, blas_int, a_rows, *args, out_rows, res_rows, *tail, tasks)
+        return run_parallel
     call = entry(linear, gemm_at, blas_int, c_array(2, dtype), *args, c_array(2, dtype), no_res, *tail)
 
     def run(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
         call(gemm_at, blas_int, a_rows, *args, out_rows, res_rows, *tail)
     return run
+
+
+def linear_tasks(rows: int, n: int, depth: int) -> int:
+    """Row ranges a product of [rows, depth] x [depth, n] (below blas's column blocks) is cut into on Numba's
+    threads with its epilogue (linear_parallel), 1 for one call on the calling thread: from
+    LINEAR_PARALLEL_FLOPS on, one range per LINEAR_PARALLEL_FLOPS (at least 2, at most LINEAR_MAX_TASKS) of at
+    least LINEAR_TASK_ROWS rows.  From the sizes alone, never the thread count: OpenBLAS's sums (the float64
+    and transposed-weight products) depend on the rows a call has, so the cut fixes the bits."""
+    flops = 2 * rows * n * depth
+    if flops < LINEAR_PARALLEL_FLOPS or rows < 2 * LINEAR_TASK_ROWS:
+        return 1
+    return min(rows // LINEAR_TASK_ROWS, LINEAR_MAX_TASKS, max(2, flops // LINEAR_PARALLEL_FLOPS))
 
 
 def _epilogue_args(dtype: np.dtype, n: int, epilogue: Epilogue | None) -> tuple | None:

@@ -187,11 +187,13 @@ class MatMul(Op):
                                         tb and b_ready is None)
                     if len(small_plans) < 64:
                         small_plans[key] = small
-                if small:  # what the general path does then; np.matmul's result is new and C-contiguous
+                if small:  # what the general path does then; the result is new and C-contiguous
                     am = np.swapaxes(a, -1, -2) if ta else a
                     if b_ready is not None:
-                        return np.matmul(am, b_ready), False
-                    return np.matmul(am, np.swapaxes(b, -1, -2) if tb else b), False
+                        return blas.batched_product(am, b_ready), False
+                    if tb:
+                        return np.matmul(am, np.swapaxes(b, -1, -2)), False
+                    return blas.batched_product(am, b), False
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
