@@ -15,7 +15,20 @@ import pytest
 from numba import njit
 
 from irnorm.kernels import vmath
-from irnorm.kernels.vmath import TRIG_MAX, vatan, vcos, verf, vexp, vexpm1, vlog, vlog1p, vsin, vtan, vtanh
+from irnorm.kernels.vmath import (
+    TRIG_MAX,
+    vatan,
+    vcos,
+    verf,
+    vexp,
+    vexp_sat,
+    vexpm1,
+    vlog,
+    vlog1p,
+    vsin,
+    vtan,
+    vtanh,
+)
 
 F32 = np.finfo(np.float32)
 
@@ -69,6 +82,35 @@ def test_exp_special_values():
     assert got[0] == 1 and got[1] == 1 and got[2] == np.inf and got[3] == 0 and np.isnan(got[4])
     assert np.isfinite(got[5]) and got[6] == np.inf  # the largest float32 result, then overflow
     assert got[7] > 0 and got[8] == 1 and got[9] == 1
+
+
+@njit(error_model="numpy")
+def _ratios(x, beta, old, new, sat):
+    """v / (1 + e**(-beta v)) (Swish's form) by vexp and by vexp_sat, and vexp_sat itself."""
+    one = np.float32(1.0)
+    for i in range(x.shape[0]):
+        v = x[i]
+        old[i] = v / (one + vexp(-beta * v))
+        new[i] = v / (one + vexp_sat(-beta * v))
+        sat[i] = vexp_sat(v)
+
+
+def test_exp_sat_gives_the_bits_of_exp_where_one_plus_it_is_used():
+    """vexp_sat (the Swish and tanh-Gelu exp: argument clamped to [-86, 89], no NaN select) is vexp's bits on
+    [-86, 89), inf from 89 on, and in the ratio x / (1 + e**(-beta x)) the bits of vexp's everywhere: below -86
+    both sums round to 1, NaN and +-inf come out as before."""
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 87.0, -87.0, 88.72283, 88.72284, 89.0, -89.0, -104.0,
+                         -150.0, 150.0, F32.max, -F32.max, F32.tiny, -F32.tiny], np.float32)
+    x = np.concatenate([np.linspace(-200.0, 200.0, 2_000_001, dtype=np.float32), specials])
+    for beta in (1.0, 0.5, 1.702, 3.0, -1.0):
+        old, new, sat = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+        _ratios(x, np.float32(beta), old, new, sat)
+        np.testing.assert_array_equal(new.view(np.int32), old.view(np.int32))
+    ref = np.empty_like(x)
+    _exp_loop(x, ref)
+    inside = (x >= -86.0) & (x < 89.0)
+    np.testing.assert_array_equal(sat[inside].view(np.int32), ref[inside].view(np.int32))
+    assert np.all(np.isinf(sat[x >= 89.0])) and np.all(sat[x < -86.0] == sat[x == -86.0][0])
 
 
 def test_erf_accuracy_and_special_values():

@@ -41,7 +41,7 @@ from numba import get_num_threads  # at every parallel call: no per-call import 
 from . import CHEAP_PARALLEL_MIN, PARALLEL_MIN
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
-from .vmath import TRIG_MAX, vatan, vcos, verf, vexp, vexpm1, vlog1p, vsin, vtan
+from .vmath import TRIG_MAX, vatan, vcos, verf, vexp, vexp_sat, vexpm1, vlog1p, vsin, vtan
 
 _NAMES = (
     "relu", "gelu_erf", "gelu_tanh", "swish", "hswish", "hsigmoid", "mish", "softplus", "elu", "selu",
@@ -114,11 +114,11 @@ def _apply(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each a pla
         two_k = two * gelu_k
         for i in range(n):
             v = x[i]
-            o[i] = v / (one + vexp(-two_k * (v + gelu_c * v * v * v)))
-    elif code == SWISH:
+            o[i] = v / (one + vexp_sat(-two_k * (v + gelu_c * v * v * v)))
+    elif code == SWISH:  # vexp_sat: vexp's bits here (x carries NaN; 1 + e is 1 where they differ), 15% faster
         for i in range(n):
             v = x[i]
-            o[i] = v / (one + vexp(-p0 * v))
+            o[i] = v / (one + vexp_sat(-p0 * v))
     elif code == HSWISH:
         for i in range(n):
             v = x[i]

@@ -195,6 +195,8 @@ def _jit_only(name: str, what: str):
 
 
 vexp = _jit_only("vexp", "e**x")
+vexp_sat = _jit_only("vexp_sat", "e**x where only 1 + e**x is used and a NaN x is carried by the caller: exact to "
+                                 "vexp's bits from -86 on (below, 1 + either is 1), NaN gives a finite value")
 verf = _jit_only("verf", "erf(x)")
 vlog = _jit_only("vlog", "log(x)")
 vlog1p = _jit_only("vlog1p", "log(1 + x)")
@@ -218,6 +220,24 @@ def _exp32(x):
     half = ni >> np.int32(1)  # 2**n in two factors: n in [-150, 128] reaches subnormals and inf
     y = p * _pow2(half) * _pow2(ni - half)
     return y if x == x else x
+
+
+# exp_sat's clamp: below -86 (e**x < 2**-124) 1 + e**x is 1 in float32 whatever e**x is; from 89 on it is inf
+_SAT_LO, _SAT_HI = _F(-86.0), _F(89.0)
+
+
+def _exp_sat32(x):
+    # _exp32's steps on x clamped to [-86, 89]: n in [-124, 128], so 2**n is 2**(n - 1) (a normal float32)
+    # times 2, both exact scalings as _exp32's two factors are; NaN clamps to -86 (the callers' numerators carry
+    # it).  No select for NaN and a clamp from 2**n's own range: fewer vector instructions than _exp32
+    xc = x if x > _SAT_LO else _SAT_LO
+    xc = xc if xc < _SAT_HI else _SAT_HI
+    n = _fma(xc, _LOG2E, _ROUND) - _ROUND
+    r = _fma(-n, _LN2_HI, xc)
+    r = _fma(-n, _LN2_LO, r)
+    p = _horner(r, _EXP_P)
+    p = p * r * r + r + _ONE
+    return p * _pow2(np.int32(n) - np.int32(1)) * _TWO
 
 
 def _erf32(x):
@@ -371,6 +391,7 @@ def _float32_or_libm(func, f32_impl, libm) -> None:
 
 
 _float32_or_libm(vexp, _exp32, math.exp)
+_float32_or_libm(vexp_sat, _exp_sat32, math.exp)
 _float32_or_libm(verf, _erf32, math.erf)
 _float32_or_libm(vtanh, _tanh32, math.tanh)
 _float32_or_libm(vlog, _log32, math.log)
