@@ -909,3 +909,37 @@ def test_reshape_between_matmul_and_activation_left_alone_when_dynamic_or_shared
     both = op1.add(op1.relu(r2), r2)
     xml2 = save(_model(_named(both, "y"), [x2]), tmp_path, "shared")
     _left_alone(xml2, "MatMul+Add+", {"x": rng.standard_normal([3, 8]).astype(np.float32)})
+
+
+def test_norm_steps_called_with_their_data_on_a_static_model(tmp_path):
+    """On a static model the fused LayerNorm (MVN + Multiply + Add), the fused RMSNorm and a GroupNormalization
+    with constant scale and bias are written into the plan's straight-line runner as calls with the data alone
+    (their kernels' static_call); the results are the bits of the kernels' own calls (a profiled run), every
+    run (planned on the first, bound after), and a dynamic model keeps the kernel calls."""
+    rng = np.random.default_rng(12)
+    for dynamic in (False, True):
+        shape = (2, 5, 64)
+        x = op1.parameter([-1, -1, 64] if dynamic else list(shape), np.float32, name="x")
+        mvn = op6.mvn(x, op1.constant(np.array([-1], np.int64)), True, 1e-5, "inside_sqrt")
+        ln = op1.add(op1.multiply(mvn, op1.constant(rng.standard_normal(64).astype(np.float32))),
+                     op1.constant(rng.standard_normal(64).astype(np.float32)))
+        ms = op1.reduce_mean(op1.power(ln, op1.constant(np.array([[[2.0]]], np.float32))),
+                             op1.constant(np.array([-1])), True)
+        root = op1.sqrt(op1.add(ms, op1.constant(np.array([[[1e-6]]], np.float32))))
+        rms = op1.multiply(ln, op1.divide(op1.constant(np.array([[[1.0]]], np.float32)), root))
+        gn = op12.group_normalization(op1.reshape(rms, op1.constant(np.array([2, 8, 5, 8], np.int64)), False),
+                                      op1.constant(rng.standard_normal(8).astype(np.float32)),
+                                      op1.constant(rng.standard_normal(8).astype(np.float32)), 4, 1e-5)
+        xml = save(_model(_named(gn, "y"), [x]), tmp_path, f"norms{dynamic}")
+        m = irnorm.load(xml)
+        labels = [label for label, _ in m.fused_steps]
+        assert labels[0] == "MVN+Multiply+Add" and labels[1].startswith("RMSNorm("), labels
+        assert m._plan.source.count("= fast") == (0 if dynamic else 3), m._plan.source
+        data = (rng.standard_normal(shape) * 3 + 5).astype(np.float32)
+        data[0, 0] = 7.0  # a row of one value: zero variance
+        want = irnorm.load(xml, fuse=False).run({"x": data})["y"]
+        for _ in range(3):
+            got = m.run({"x": data})["y"]
+            np.testing.assert_array_equal(got, m.run({"x": data}, profile=True)["y"])
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+        compare_with_openvino(xml, {"x": data})

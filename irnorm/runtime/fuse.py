@@ -157,6 +157,13 @@ def mvn_affine(fc: FuseContext, node: Node) -> Fusion | None:
             bound[x.shape] = call
         return [y]
 
+    def static_call(x: np.ndarray) -> np.ndarray:
+        # the straight-line runner's form on a static model (runtime/plan.py): no operand list, no list back
+        # (~0.3 us of a transformer's ~1.5 us LayerNorm step)
+        call = bound.get(x.shape)
+        return call(x) if call is not None else run((x,))[0]
+    run.static_call = static_call  # type: ignore[attr-defined]
+
     return Fusion(nodes, [tuple(x_src)], run, "+".join(n.op_type for n in nodes))
 
 
@@ -327,6 +334,11 @@ def _normalize_kernel(x_dtype: str, rank: int, axes: list[int], mode_name: str, 
         y = moments.normalize(x, axes, mode, eps, center=False, out_dtype=cdt)
         y *= w.astype(cdt)
         return [y.astype(x.dtype, copy=False)]
+
+    def static_call(x: np.ndarray) -> np.ndarray:  # the straight-line runner's form (as mvn_affine's)
+        fn = bound.get(x.shape)
+        return fn(x) if fn is not None else run((x,))[0]
+    run.static_call = static_call  # type: ignore[attr-defined]
 
     return run
 
