@@ -1110,3 +1110,87 @@ def test_pointwise_convolution_rows_over_the_threads(monkeypatch, n, c, hw, cout
     monkeypatch.setattr(conv, "POINTWISE_MIN_OUTPUTS", 1 << 40)
     other = conv.forward_plan(x.shape, wp, (1, 1), (1, 1), (1, 1), (0, 0), hw, epi)(x, res)
     np.testing.assert_array_equal(y, other)
+
+
+@pytest.mark.parametrize("shape, k, cout, strides, dilations, pads, pads_end", [
+    ((1, 64, 2, 2), (3, 3), 64, (1, 1), (1, 1), (1, 1), (1, 1)),  # ResNet-18's last stage
+    ((3, 16, 3, 2), (5, 3), 24, (1, 1), (1, 1), (2, 1), (2, 1)),  # three images, a 3x2 map
+    ((1, 12, 2, 2), (3, 3), 10, (2, 2), (1, 1), (1, 1), (1, 1)),  # stride 2: one output pixel
+    ((2, 8, 2, 1), (3, 3), 20, (1, 1), (1, 2), (1, 2), (1, 2)),   # dilated columns: most taps in the padding
+    ((1, 10, 3), (5,), 20, (1,), (1,), (2,), (2,)),                # 1-D data
+    ((1, 5, 2, 2, 2), (3, 3, 3), 4, (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0)),  # 3-D data, uneven pads
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["plain", "bias_relu", "bias_residual_relu", "residual_swish"])
+def test_dense_map_convolution(monkeypatch, shape, k, cout, strides, dilations, pads, pads_end, dtype, case):
+    """A convolution whose input planes are no larger than its filter runs as a dense linear map of the whole
+    input (kernels/conv.py _dense_plan: the taps inside the input placed at their pixels, dot products of rows)
+    with the fused step's epilogue in the call: the float64 reference's values, NaN where an input NaN reaches,
+    the bits of its product followed by the epilogue as a pass of its own, and the GEMM path to rounding."""
+    from irnorm.kernels import activation, conv
+
+    rng = np.random.default_rng(sum(shape) * cout + len(case))
+    x = rng.standard_normal(shape).astype(dtype)
+    if shape[0] > 1:
+        x[-1].reshape(-1)[1] = np.nan  # (every window covers every pixel: the last image's outputs all NaN)
+    w = (rng.standard_normal((cout, shape[1], *k)) / 8).astype(dtype)
+    ref = R.convolution(x.astype(np.float64), w.astype(np.float64), list(strides), list(pads), list(pads_end),
+                        list(dilations))
+    out_sp = ref.shape[2:]
+    wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+    bias = rng.standard_normal(cout).astype(dtype) if "bias" in case else None
+    code = activation.SWISH if "swish" in case else (activation.RELU if "relu" in case else -1)
+    residual = "residual" in case
+    epilogue = None if case == "plain" else conv.Epilogue(bias, code, 1.0, 0.0, residual)
+    res = rng.standard_normal(ref.shape).astype(dtype) if residual else None
+
+    def run(plan) -> np.ndarray:
+        return np.array(plan(x, res) if residual else plan(x), copy=True)
+
+    plan = conv.forward_plan(x.shape, wp, k, strides, dilations, pads, out_sp, epilogue)
+    assert plan.__name__ == "dense" and getattr(plan, "fused", False)
+    got = run(plan)
+    assert got.dtype == dtype and got.shape == ref.shape
+    spatial = tuple(range(2, ref.ndim))
+    want = ref if bias is None else ref + bias.astype(np.float64).reshape((-1,) + (1,) * len(spatial))
+    if residual:
+        want = want + res
+    if code >= 0:
+        want = activation.unary(code, want.astype(dtype), 1.0, 0.0).astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[ok], want[ok], rtol=tol, atol=tol * max(1.0, np.abs(want[ok]).max()))
+    if epilogue is not None:  # the same product, then the epilogue as a pass of its own: the same bits
+        bare = conv.forward_plan(x.shape, wp, k, strides, dilations, pads, out_sp)
+        assert bare.__name__ == "dense"
+        np.testing.assert_array_equal(got, run(conv.with_epilogue(bare, epilogue)))
+    monkeypatch.setattr(conv, "DENSE_MAX_WEIGHTS", 0)  # plans made from here on take the unfold and a GEMM
+    other = conv.forward_plan(x.shape, wp, k, strides, dilations, pads, out_sp, epilogue)
+    assert other.__name__ != "dense"
+    np.testing.assert_allclose(got[ok], run(other)[ok], rtol=tol, atol=tol * max(1.0, np.abs(want[ok]).max()))
+
+
+@pytest.mark.parametrize("shape, k, strides, dilations, pads", [
+    ((1, 8, 3, 3), (3, 3), (2, 2), (1, 1), (1, 1)),  # output (0, 0) does not reach the last row and column
+    ((1, 8, 2, 3), (3, 3), (1, 1), (1, 1), (1, 1)),  # nor, on a 2x3 map, the third column
+    ((1, 8, 2, 2), (3, 3), (1, 1), (2, 2), (2, 2)),  # dilated: taps skip a pixel
+])
+def test_dense_map_only_where_every_window_covers_the_input(shape, k, strides, dilations, pads):
+    """Where some window misses an input pixel, D would multiply it by a zero that is no tap (inf * 0 = NaN in
+    outputs the layer keeps finite): those convolutions keep the unfold, and give the reference's NaN pattern."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[0, 0, -1, -1] = np.inf
+    w = rng.standard_normal((6, shape[1], *k)).astype(np.float32)
+    ref = R.convolution(x.astype(np.float64), w.astype(np.float64), list(strides), list(pads), list(pads),
+                        list(dilations))
+    plan = conv.forward_plan(x.shape, np.ascontiguousarray(w.reshape(1, 6, -1)), k, strides, dilations, pads,
+                             ref.shape[2:])
+    assert plan.__name__ != "dense"
+    got = plan(x)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
+    ok = np.isfinite(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-4 * np.abs(ref[ok]).max())
