@@ -327,3 +327,32 @@ def test_recycler_lets_go_of_released_memory_beyond_its_cap() -> None:
     assert sum(b.nbytes for b in r._bufs) <= 1000 + 200
     r.clear()
     assert not r._bufs
+
+
+def test_scratch_hands_out_the_same_buffer_per_slot_and_thread() -> None:
+    """Scratch.get: the array handed out last for a slot again for the same shape and dtype; another shape of
+    the slot a view of the same memory while it fits, a larger one a new buffer; slots and threads apart."""
+    import threading
+
+    from irnorm.kernels.pool import Scratch
+
+    s = Scratch()
+    a = s.get(0, (4, 8), np.float32)
+    assert a.shape == (4, 8) and a.dtype == np.float32 and a.flags.c_contiguous
+    assert s.get(0, (4, 8), np.float32) is a
+    b = s.get(0, (16,), np.float64)  # the same 128 bytes as float64
+    assert b.shape == (16,) and b.dtype == np.float64 and np.shares_memory(a, b)
+    c = s.get(1, (4, 8), np.float32)  # another slot: its own memory
+    assert not np.shares_memory(a, c)
+    big = s.get(0, (1000,), np.float32)  # grown: a new buffer
+    assert big.shape == (1000,) and not np.shares_memory(big, a)
+    assert s.get(0, (4, 8), np.float32) is not a and np.shares_memory(s.get(0, (4, 8), np.float32), big)
+    huge = s.get(0, (Scratch.MAX_BYTES // 4 + 1,), np.float32)  # beyond MAX_BYTES: not kept
+    assert not np.shares_memory(huge, big) and s.get(0, (1000,), np.float32).base is not None
+    other: list = []
+    t = threading.Thread(target=lambda: other.append(s.get(1, (4, 8), np.float32)))
+    t.start()
+    t.join()
+    assert not np.shares_memory(other[0], c)  # per thread
+    s.clear()
+    assert not np.shares_memory(s.get(1, (4, 8), np.float32), c)

@@ -541,10 +541,11 @@ def _fused_plan(name: str, call: Callable[[np.ndarray, np.ndarray, np.ndarray], 
     rows_shape = (out_shape[0] * out_shape[1], prod(out_shape[2:]))
 
     def fused(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
-        if _broadcasts(epilogue, res, out_shape, dtype):
+        # (the plain form below when there is no residual: here _broadcasts and _residual_rows written out)
+        if res.shape != out_shape or res.dtype != dtype:
             return with_epilogue(unfused(), epilogue)(x, res)
         out = OUTPUTS.empty(out_shape, dtype)
-        call(x, out, _residual_rows(epilogue, res, rows_shape, no_res))
+        call(x, out, (res if res.flags.c_contiguous else np.ascontiguousarray(res)).reshape(rows_shape))
         return out
 
     if epilogue is None or not epilogue.residual:
@@ -1516,10 +1517,13 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
                 c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, c_array(2, w2.dtype), e.bias,
                 e.code, e.p0, e.p1, e.k)
 
+    _, bias, code, p0, p1, k = e
+    dtype = w2.dtype
+
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
-        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
-            SCRATCH.get(0, xp_shape, w2.dtype), SCRATCH.get(1, wide_shape, w2.dtype), c, hp, wp, parts, tasks,
-            res_rows, e.bias, e.code, e.p0, e.p1, e.k)
+        # (x.reshape(-1) is C-contiguous either way: a view, or numpy's copy of a strided x)
+        run(x.reshape(-1), fill, phases, w2, offs, out.reshape(out4), SCRATCH.get(0, xp_shape, dtype),
+            SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, res_rows, bias, code, p0, p1, k)
     return _fused_plan("implicit", call, lambda: _implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh,
                                                                 kw, dh, dw, pb, None, sh, sw),
                        epilogue, out_shape, w2.dtype, e.no_res, tasks > 1)
