@@ -879,11 +879,18 @@ def test_narrow_products_as_dot_products(tmp_path, monkeypatch, dtype, pixels):
     ((2, 32, 48, 48), 1, ([1, 1], [1, 1])),  # above DEPTHWISE_PARALLEL_MIN: planes shared over the threads
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_depthwise3_rows(tmp_path, shape, stride, pads, dtype):
+@pytest.mark.parametrize("parallel", [False, True])
+def test_depthwise3_rows(tmp_path, monkeypatch, shape, stride, pads, dtype, parallel):
     """3x3 depthwise convolutions with output rows of DEPTHWISE3_MIN_WIDTH or more take kernels/conv.py's
     depthwise3 (nine taps summed in registers along the row): against the float64 reference, the fused step
-    (bias, residual Add, Relu) bit-identical to the layers, with inf/NaN/signed zeros in the input."""
+    (bias, residual Add, Relu) bit-identical to the layers, with inf/NaN/signed zeros in the input; also with
+    the planes in groups over the threads, each group's epilogue on its own planes."""
     from irbuilder import IRBuilder
+
+    from irnorm.kernels import conv
+
+    if parallel:
+        monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
 
     rng = np.random.default_rng(sum(shape))
     et = element_type(dtype)

@@ -1759,18 +1759,20 @@ def _depthwise3_planes(xf, w, out, hp, wp, sh, sw, t0, t1):  # pragma: no cover
 def depthwise3(x, fill, buf, w, out, sh, sw, tasks, res, bias, code, p0, p1, k):  # pragma: no cover
     """A 3x3 depthwise convolution (one input channel per output channel, dilation 1) of x (flat [N*C
     planes]) in one call: the zero-padded planes into buf (fill: fill_padded's geometry), the planes
-    (_depthwise3_planes; `tasks` groups over the threads, 1: the calling thread), then a fused step's
-    epilogue (epilogue_rows) on out [N, C, OH, OW]."""
+    (_depthwise3_planes; `tasks` groups over the threads, 1: the calling thread), each group's epilogue
+    (epilogue_range) on out [N, C, OH, OW]."""
     planes, h, w_in, hp, wp, ys, ye, xs, xe, y0, x0 = fill
     fill_padded(x, planes, h, w_in, buf, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+    rows = out.reshape((planes, out.shape[2] * out.shape[3]))
+    c_count = out.shape[1]
     if tasks == 1:
         _depthwise3_planes(buf, w, out, hp, wp, sh, sw, 0, planes)
-    else:
+        epilogue_rows(rows, res, bias, c_count, code, p0, p1, k)
+    else:  # each group's epilogue on its own planes, on its thread, while in its cache (as depthwise_rows)
         for t in prange(tasks):
-            _depthwise3_planes(buf, w, out, hp, wp, sh, sw, t * planes // tasks, (t + 1) * planes // tasks)
-    n_count, c_count = out.shape[0], out.shape[1]
-    epilogue_rows(out.reshape((n_count * c_count, out.shape[2] * out.shape[3])), res, bias, c_count, code, p0, p1,
-                  k)
+            t0, t1 = t * planes // tasks, (t + 1) * planes // tasks
+            _depthwise3_planes(buf, w, out, hp, wp, sh, sw, t0, t1)
+            epilogue_range(rows, res, bias, c_count, code, p0, p1, k, t0, t1)
 
 
 # 3x3 depthwise convolutions (dilation 1) with output rows at least this wide take depthwise3 -- at stride
