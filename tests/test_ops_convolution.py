@@ -1198,3 +1198,20 @@ def test_dense_map_only_where_every_window_covers_the_input(shape, k, strides, d
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
     ok = np.isfinite(ref)
     np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-4 * np.abs(ref[ok]).max())
+
+
+@pytest.mark.parametrize("k, cout", [((5,), 12), ((3,), 40)])
+def test_one_call_convolutions_of_a_strided_view(k, cout):
+    """The one-call convolution paths take their data as C-contiguous memory: a strided view whose flattening
+    numpy would leave strided (every other column of a 1-D signal) gives the contiguous copy's bits."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(len(k) + cout)
+    y = rng.standard_normal((1, 8, 64)).astype(np.float32)
+    x = y[..., ::2]
+    assert not x.reshape(-1).flags.c_contiguous  # what the kernels must not be handed
+    w = rng.standard_normal((1, cout, 8 * k[0])).astype(np.float32)
+    pad = (k[0] // 2,)
+    ep = conv.Epilogue(rng.standard_normal(cout).astype(np.float32), -1, 0.0, 0.0, False)
+    plan = conv.forward_plan(x.shape, w, k, (1,), (1,), pad, (32,), ep)
+    np.testing.assert_array_equal(plan(x), plan(np.ascontiguousarray(x)))

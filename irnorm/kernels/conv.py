@@ -889,15 +889,17 @@ def _gemm_epilogue_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out
         plain.fused = True  # type: ignore[attr-defined]
         return plain
 
+    _, bias, code, p0, p1, k = e
+
     def fused(x: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
         x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
-        if _broadcasts(epilogue, res, out_shape, dtype):
+        if res.shape != out_shape or res.dtype != dtype:  # (_broadcasts, the residual being there)
             return with_epilogue(_gemm_epilogue_plan(gemm, x5_shape, w, out_shape, mode, index, unfold_args, None),
                                  epilogue)(x, res)
-        r = _residual_rows(epilogue, res, rows_shape, e.no_res)
+        r = (res if res.flags.c_contiguous else np.ascontiguousarray(res)).reshape(rows_shape)
         out = OUTPUTS.empty(out_shape, dtype)
-        run(gemm_at, blas_int, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, e.bias, e.code, e.p0,
-            e.p1, e.k, one, zero, dots)
+        run(gemm_at, blas_int, x.reshape(x5_shape), mode, idx, ua, w2, out.reshape(out3), r, bias, code, p0, p1, k,
+            one, zero, dots)
         return out
     fused.fused = True  # type: ignore[attr-defined]
     return fused
@@ -1521,9 +1523,10 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     dtype = w2.dtype
 
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
-        # (x.reshape(-1) is C-contiguous either way: a view, or numpy's copy of a strided x)
-        run(x.reshape(-1), fill, phases, w2, offs, out.reshape(out4), SCRATCH.get(0, xp_shape, dtype),
-            SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, res_rows, bias, code, p0, p1, k)
+        # (np.ascontiguousarray first: reshape(-1) of a strided 1-D-like view stays a strided view)
+        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
+            SCRATCH.get(0, xp_shape, dtype), SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, res_rows,
+            bias, code, p0, p1, k)
     return _fused_plan("implicit", call, lambda: _implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh,
                                                                 kw, dh, dw, pb, None, sh, sw),
                        epilogue, out_shape, w2.dtype, e.no_res, tasks > 1)
