@@ -331,12 +331,16 @@ def test_recycler_lets_go_of_released_memory_beyond_its_cap() -> None:
 
 def test_scratch_hands_out_the_same_buffer_per_slot_and_thread() -> None:
     """Scratch.get: the array handed out last for a slot again for the same shape and dtype; another shape of
-    the slot a view of the same memory while it fits, a larger one a new buffer; slots and threads apart."""
+    the slot a view of the same memory while it fits, a larger one a new buffer; slots and threads apart; below
+    MIN_BYTES a fresh array every call."""
     import threading
 
     from irnorm.kernels.pool import Scratch
 
     s = Scratch()
+    small = s.get(0, (4,), np.float32)
+    assert s.get(0, (4,), np.float32) is not small  # malloc's: not kept
+    s.MIN_BYTES = 0  # (an instance attribute: this Scratch only) every size kept from here on
     a = s.get(0, (4, 8), np.float32)
     assert a.shape == (4, 8) and a.dtype == np.float32 and a.flags.c_contiguous
     assert s.get(0, (4, 8), np.float32) is a

@@ -315,6 +315,7 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
             return r
 
         monkeypatch.setattr(conv, name, spy)
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
     monkeypatch.setattr(conv, "SMALL_COL", 0)  # the paths for convolutions that are not small
     # the unfolds as they run without the banded path (test_banded_convolution): grouped and 3-D
     # convolutions, single output rows, a BLAS other than the OpenBLAS irnorm drives
@@ -352,6 +353,7 @@ def test_depthwise_paths_and_reused_buffers_match_the_reference(monkeypatch, par
     from irnorm.kernels import conv
 
     monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", parallel_min)
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused buffers
     monkeypatch.setattr(conv, "STRIDE2_MIN_WIDTH", 1 << 30)  # (which has a test of its own)
     monkeypatch.setattr(conv, "STRIDE1_MIN_WIDTH", 1 << 30)
     rng = np.random.default_rng(11)
@@ -1019,6 +1021,7 @@ def test_depthwise_vector_rows(monkeypatch, column_stride, parallel):
 
     if parallel:
         monkeypatch.setattr(conv, "DEPTHWISE_PARALLEL_MIN", 1)
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # reused buffers: stale padding would show
     calls = _record_calls(monkeypatch, conv, "depthwise_rows", 10)  # its tasks
     rng = np.random.default_rng(21 + column_stride)
     kinds = [False, False, False, True] * 4  # 1-D data every fourth case

@@ -292,24 +292,36 @@ def _micro_on_numba(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
-def batched_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.matmul(a, b) for products too small for column blocks, as a new C-contiguous array: float32 operands
-    of equal batch dims, both C-contiguous, by irnorm's kernels in one call (micro_product); the rest by
-    np.matmul.  numpy calls BLAS once per batch item: Swin's attention [16, 2, 16, 16] @ [16, 2, 16, 16] 5.8 ->
-    3.9 us.  (B as the transposed view of K, attention's Q @ K^T, stays numpy's: laying each item of B out as
-    [K, N] first cost what the one call saves.)"""
+def batched_fits(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """A batched product of these shapes and dtype (A [..., M, K], B [..., K, N]: equal batch dims) goes to
+    batched_micro when its operands are C-contiguous: float32, large enough (MICRO_MIN), irnorm's GEMM kernels
+    enabled.  numpy calls BLAS once per batch item: Swin's attention [16, 2, 16, 16] @ [16, 2, 16, 16] 5.8 ->
+    3.8 us as one call.  (B as the transposed view of K, attention's Q @ K^T, stays numpy's: laying each item
+    of B out as [K, N] first cost what the one call saves.)"""
+    if dtype != np.float32 or len(a_shape) < 3 or a_shape[:-2] != b_shape[:-2]:
+        return False
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    return math.prod(a_shape[:-2]) * m * n * k >= MICRO_MIN and _micro_entry() is not None
+
+
+def batched_micro(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b as a new C-contiguous array by one call of micro_product, for operands batched_fits admits, both
+    C-contiguous (the caller's checks)."""
     lead = a.shape[:-2]
-    if (a.dtype != np.float32 or b.dtype != np.float32 or lead != b.shape[:-2] or a.ndim < 3
-            or not a.flags.c_contiguous or not b.flags.c_contiguous):
-        return np.matmul(a, b)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = math.prod(lead)
-    run = _micro_entry() if batch * m * n * k >= MICRO_MIN else None
-    if run is None:
-        return np.matmul(a, b)
     out = np.empty((batch, m, n), np.float32)
-    run(a.reshape(batch, m, k), b.reshape(batch, k, n), out)
+    _state["micro"](a.reshape(batch, m, k), b.reshape(batch, k, n), out)
     return out.reshape(lead + (m, n))
+
+
+def batched_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b) for products too small for column blocks, as a new C-contiguous array: by batched_micro
+    where batched_fits admits them and both are C-contiguous, else np.matmul."""
+    if a.flags.c_contiguous and b.flags.c_contiguous and a.dtype == b.dtype and batched_fits(a.shape, b.shape,
+                                                                                                a.dtype):
+        return batched_micro(a, b)
+    return np.matmul(a, b)
 
 
 def _micro_entry() -> Any:

@@ -147,10 +147,12 @@ class Scratch(threading.local):
     kept for the next call: on this VM-class hardware a fresh multi-megabyte buffer costs a page fault
     per 4 KiB on its first write, more than the kernel's own work on it.  ``get(slot, shape, dtype)`` is
     an uninitialized array; each slot is one buffer per thread, grown as needed, so two buffers a kernel
-    needs at once use two slots.  Buffers over MAX_BYTES are not kept.  The array handed out last per slot
-    is handed out again for the same shape and dtype: a small convolution asks for the same two every call,
-    and making the view cost ~0.4-0.8 us a call (as much as np.empty for a small one)."""
+    needs at once use two slots.  Buffers over MAX_BYTES are not kept, nor under MIN_BYTES (malloc's free lists
+    hand those out warm in cache; a kept small buffer was measured colder inside a network: wav2vec2's small
+    convolutions 0.5-1 us slower a step).  The array handed out last per slot is handed out again for the same
+    shape and dtype (making the view cost ~0.4-0.8 us a call)."""
 
+    MIN_BYTES = 64 << 10  # malloc's threshold for fresh mappings starts at 128 KiB
     MAX_BYTES = 64 << 20
 
     def __init__(self) -> None:
@@ -165,7 +167,7 @@ class Scratch(threading.local):
         if itemsize is None:  # np.dtype() costs more than a small call's whole work (as in Recycler.empty)
             itemsize = _ITEMSIZE[dtype] = np.dtype(dtype).itemsize
         n = itemsize * prod(shape)
-        if n > self.MAX_BYTES:
+        if n < self.MIN_BYTES or n > self.MAX_BYTES:
             return np.empty(shape, dtype)
         b = self.bufs.get(slot)
         if b is None or b.nbytes < n:

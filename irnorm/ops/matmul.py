@@ -183,17 +183,21 @@ class MatMul(Op):
                 key = (a.shape, b.shape)
                 small = small_plans.get(key)
                 if small is None:
-                    small = _one_matmul(a.shape, b.shape if b_ready is None else b_ready.shape, ta,
-                                        tb and b_ready is None)
+                    b_shape = b.shape if b_ready is None else b_ready.shape
+                    small = _one_matmul(a.shape, b_shape, ta, tb and b_ready is None)
+                    # 2: one call of irnorm's GEMM kernels when the operands come C-contiguous (decided here
+                    # once: the checks cost as much as a tiny product)
+                    if small and not ta and not (tb and b_ready is None) and blas.batched_fits(a.shape, b_shape,
+                                                                                                dtype):
+                        small = 2
                     if len(small_plans) < 64:
                         small_plans[key] = small
                 if small:  # what the general path does then; the result is new and C-contiguous
                     am = np.swapaxes(a, -1, -2) if ta else a
-                    if b_ready is not None:
-                        return blas.batched_product(am, b_ready), False
-                    if tb:
-                        return np.matmul(am, np.swapaxes(b, -1, -2)), False
-                    return blas.batched_product(am, b), False
+                    bm = b_ready if b_ready is not None else (np.swapaxes(b, -1, -2) if tb else b)
+                    if small == 2 and am.flags.c_contiguous and bm.flags.c_contiguous:
+                        return blas.batched_micro(am, bm), False
+                    return np.matmul(am, bm), False
             bm = b_ready if b_ready is not None else prep_b(b)
             a_vec, b_vec = a.ndim == 1, b.ndim == 1
             am = a.astype(work, copy=False)
