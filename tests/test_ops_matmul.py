@@ -246,13 +246,14 @@ def test_small_linear_in_one_call(rows, depth, n, layout, dtype):
     assert linear_plan(rows, np.asfortranarray(np.ones((depth, n), dtype))[::1, ::-1], None) is None  # not one C block
 
 
-@pytest.mark.parametrize("rows, depth, n", [(256, 32, 128), (64, 256, 64), (37, 512, 61)])
+@pytest.mark.parametrize("rows, depth, n", [(256, 32, 128), (64, 256, 64), (37, 512, 61), (33, 24, 2050)])
 @pytest.mark.parametrize("layout", ["row_major", "transposed"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_linear_rows_on_threads(rows, depth, n, layout, dtype, monkeypatch):
     """A product from LINEAR_PARALLEL_FLOPS on runs as row ranges on Numba's threads, each with its epilogue
     (linear_parallel): the bits of the one-call path on the calling thread for every epilogue form (bias,
-    activation, residual), a row count that does not divide evenly included, and np.dot's values to rounding."""
+    activation, residual), a row count that does not divide evenly and rows longer than SHORT_ROW_MAX included,
+    and np.dot's values to rounding."""
     from irnorm.kernels import activation, blas, linear
 
     if blas.gemm_address(np.dtype(dtype)) is None:
