@@ -112,11 +112,17 @@ def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, mo
     orig, orig_gemm = ksoftmax.attention_rows, ksoftmax.attention_gemm
     monkeypatch.setattr(ksoftmax, "attention_rows", lambda *a: calls.append(1) or orig(*a))
     monkeypatch.setattr(ksoftmax, "attention_gemm", lambda *a: gemm_calls.append(a[-1]) or orig_gemm(*a))
-    small = irnorm.load(xml).run(feeds)["y"]
+    model = irnorm.load(xml)
+    small = model.run(feeds)["y"]
     assert calls, "the one-kernel path did not run"
+    # a static model's later calls take the step's static_call, bound on the first call: same kernel, same bits
+    np.testing.assert_array_equal(model.run(feeds)["y"], small)
+    assert len(calls) == 2
     monkeypatch.setattr(attention, "ATTENTION_ROWS_MAX", 0)
     n = len(calls)
-    by_gemm = irnorm.load(xml).run(feeds)["y"]  # the heads' products by BLAS in one attention_gemm call
+    model = irnorm.load(xml)
+    by_gemm = model.run(feeds)["y"]  # the heads' products by BLAS in one attention_gemm call
+    np.testing.assert_array_equal(model.run(feeds)["y"], by_gemm)
     assert len(calls) == n
     assert bool(gemm_calls) == (kblas.gemm_address(np.float32) is not None)
     monkeypatch.setattr(attention, "ATTENTION_GEMM_MAX", 0)
@@ -129,6 +135,34 @@ def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, mo
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(small, blas, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(by_gemm, blas, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dims", [(4, 8, 8, 8, 8), (2, 3, 33, 17, 20), (3, 40, 5, 3, 7), (1, 1, 1, 1, 1),
+                                  (2, 17, 16, 16, 32)])
+def test_attention_rows_kernel_against_float64(dtype, dims):
+    """attention_rows itself: rows of more than one vector (S, Ev > rowvec.VW: the products in column chunks),
+    float64 (the loop form of weighted_rows), every mask broadcast (per key, per query row, per head, boolean
+    and additive, causal), a fully masked row (NaN) and -inf / huge additive values, against float64."""
+    from irnorm.kernels.softmax import attention_rows
+
+    B, L, S, E, Ev = dims
+    rng = np.random.default_rng(sum(dims))
+    q, k = rng.standard_normal((B, L, E)).astype(dtype), rng.standard_normal((B, S, E)).astype(dtype)
+    v = rng.standard_normal((B, S, Ev)).astype(dtype)
+    masks = [(np.zeros((1, 1, 0), dtype), False), (None, True), (rng.random((1, L, S)) < 0.7, False),
+             (rng.random((B, L, 1)) < 0.8, False), ((rng.standard_normal((1, 1, S)) * 30).astype(dtype), False)]
+    masks[2][0][0, 0] = False  # query row 0: nothing to attend to -> NaN
+    masks[4][0][0, 0, 0] = -np.inf
+    for mask, causal in masks:
+        mask = np.zeros((1, 1, 0), dtype) if mask is None else mask
+        out = np.full((B, L, Ev), np.nan, dtype)
+        attention_rows(q, k, v, mask, mask.dtype == np.bool_, dtype(0.37), causal, out)
+        full = None if mask.shape[2] == 0 else np.broadcast_to(mask, (B, L, S))
+        want = _sdpa_reference(q, k, v, full, causal, 0.37)
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+        tol = 2e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol / 10)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

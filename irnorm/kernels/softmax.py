@@ -13,6 +13,7 @@ from . import PARALLEL_MIN
 from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm
 from .halfprec import cast_like
 from .jit import entry, njit, prange, types
+from .rowvec import VW, taps_rows_1x1
 from .vmath import vexp
 
 
@@ -157,15 +158,6 @@ def softmax(x: np.ndarray, axis: int, cdt: np.dtype, log: bool = False) -> np.nd
     return y if last else np.moveaxis(y, -1, axis)
 
 
-@njit(nogil=True, cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _dot(a, b):
-    """a . b in their type, reassociated and fused so that it vectorizes (as BLAS's products do)."""
-    acc = cast_like(0.0, a)
-    for e in range(a.shape[0]):
-        acc += a[e] * b[e]
-    return acc
-
-
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _masked(acc, above_diagonal, has_mask, mask, mb, mi, mj, bool_mask, zero, minus_inf):  # pragma: no cover
     """A scaled score with the causal mask (-inf above the diagonal) and then mask[mb, mi, mj] added: additive,
@@ -181,40 +173,79 @@ def _masked(acc, above_diagonal, has_mask, mask, mb, mi, mj, bool_mask, zero, mi
     return acc
 
 
+def weighted_rows(w, w0, src, s0, offs, taps, dst, d0, cols):  # pragma: no cover - only the overload below runs
+    """dst[d0 + c] = 0 + w[w0] src[s0 + offs[0] + c] + ... + w[w0 + taps - 1] src[s0 + offs[taps - 1] + c] for c <
+    cols, the terms in order, each a multiply then an add, on flat C-contiguous arrays of one float type: float32
+    by rowvec's vector code (taps_rows_1x1, VW columns a call: rows this short leave Numba's loops scalar), other
+    types by a loop."""
+    raise NotImplementedError
+
+
+@overload(weighted_rows, inline="always")
+def _weighted_rows_impl(w, w0, src, s0, offs, taps, dst, d0, cols):
+    if src.dtype == types.float32:
+        def vectors(w, w0, src, s0, offs, taps, dst, d0, cols):
+            for c0 in range(0, cols, VW):
+                taps_rows_1x1(src.ctypes.data + (s0 + c0) * 4, 0, offs.ctypes.data, w.ctypes.data + w0 * 4, taps,
+                              dst.ctypes.data + (d0 + c0) * 4, 0, min(VW, cols - c0))
+        return vectors
+
+    def loop(w, w0, src, s0, offs, taps, dst, d0, cols):
+        for c in range(cols):
+            dst[d0 + c] = 0
+        for t in range(taps):
+            wt, at = w[w0 + t], s0 + offs[t]
+            for c in range(cols):
+                dst[d0 + c] += wt * src[at + c]
+    return loop
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     """Scaled dot-product attention for small heads, one call for all of them: q [B, L, E], k [B, S, E],
-    v [B, S, Ev] -> out [B, L, Ev] (all C-contiguous, one float type).  Per query row: the scores
-    q.k * scale, plus the causal mask (-inf above the diagonal) and `mask` [Bm, Lm, Sm] (Bm in {1, B},
-    Lm in {1, L}, Sm in {1, S}; Sm == 0: no mask; additive, or boolean when `bool_mask`: False masks),
-    then the softmax of _block, then the weighted sum of v's rows.  Scores and sums accumulate in the
-    data's type, as BLAS does."""
+    v [B, S, Ev] -> out [B, L, Ev] (all C-contiguous, one float type).  The causal mask (-inf above the
+    diagonal) and `mask` [Bm, Lm, Sm] (Bm in {1, B}, Lm in {1, L}, Sm in {1, S}; Sm == 0: no mask; additive,
+    or boolean when `bool_mask`: False masks) become one additive table [Bm, L, S] first.  Per head: K laid
+    out as [E, S], each query row's scores q_i K^T (weighted_rows: E terms in order), scaled and the table
+    added over the head's L x S scores as one run, the softmax of _block, then each output row P_i V
+    (weighted_rows: S terms in order).  Row by row these short products ran at scalar speed in loops
+    (LLaMA's 4 heads of [8, 8]: 9.5 -> 2.3 us)."""
     n_batch, n_q, n_e = q.shape
     n_s, n_ev = k.shape[1], v.shape[2]
-    scores = np.empty((1, n_s), q.dtype)
-    probs = np.empty((1, n_s), q.dtype)
-    scores_bits, probs_bits = bits_of(scores), bits_of(probs)
-    row_max, row_sum, diff = np.empty(1, q.dtype), np.empty(1, np.float64), np.empty(n_s, q.dtype)
+    minus_inf, zero = cast_like(-np.inf, q), cast_like(0.0, q)
     has_mask = mask.shape[2] > 0
     per_key = mask.shape[2] > 1
-    minus_inf = cast_like(-np.inf, q)
-    zero = cast_like(0.0, q)
-    for b in range(n_batch):
-        mb = b if mask.shape[0] > 1 else 0
+    n_tables = mask.shape[0] if has_mask else 1
+    table = np.empty((n_tables, n_q * n_s), q.dtype)
+    for mb in range(n_tables):
         for i in range(n_q):
             mi = i if mask.shape[1] > 1 else 0
             for j in range(n_s):
-                scores[0, j] = _masked(_dot(q[b, i], k[b, j]) * scale, causal and j > i, has_mask, mask, mb, mi,
-                                       j if per_key else 0, bool_mask, zero, minus_inf)
-            _block(scores, probs, scores_bits, probs_bits, 0, 1, False, row_max, row_sum, diff)
-            o = out[b, i]
-            for c in range(n_ev):
-                o[c] = 0
-            for j in range(n_s):
-                p = probs[0, j]
-                vj = v[b, j]
-                for c in range(n_ev):
-                    o[c] += p * vj[c]
+                table[mb, i * n_s + j] = _masked(zero, causal and j > i, has_mask, mask, mb, mi,
+                                                 j if per_key else 0, bool_mask, zero, minus_inf)
+    scores = np.empty((n_q, n_s), q.dtype)
+    probs = np.empty((n_q, n_s), q.dtype)
+    flat_scores, flat_probs = scores.reshape(-1), probs.reshape(-1)
+    key_t = np.empty(n_e * n_s, q.dtype)  # one head's K as [E, S]
+    q_flat, v_flat, out_flat = q.reshape(-1), v.reshape(-1), out.reshape(-1)
+    by_e, by_s = np.arange(n_e) * n_s, np.arange(n_s) * n_ev  # where weighted_rows finds its terms' rows
+    scores_bits, probs_bits = bits_of(scores), bits_of(probs)
+    ms, sums = np.empty(BLOCK, q.dtype), np.empty(BLOCK, np.float64)
+    diff = np.empty(min(BLOCK, n_q) * n_s, q.dtype)
+    for b in range(n_batch):
+        for j in range(n_s):
+            for e in range(n_e):
+                key_t[e * n_s + j] = k[b, j, e]
+        for i in range(n_q):
+            weighted_rows(q_flat, (b * n_q + i) * n_e, key_t, 0, by_e, n_e, flat_scores, i * n_s, n_s)
+        add = table[b if n_tables > 1 else 0]
+        for x in range(n_q * n_s):
+            flat_scores[x] = flat_scores[x] * scale + add[x]
+        for r0 in range(0, n_q, BLOCK):
+            _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums, diff)
+        for i in range(n_q):
+            weighted_rows(flat_probs, i * n_s, v_flat, b * n_s * n_ev, by_s, n_s, out_flat, (b * n_q + i) * n_ev,
+                          n_ev)
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")

@@ -20,9 +20,9 @@ from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, cast, compute_dtype
 from .base import Kernel, NodeContext, Op, TensorInfo, broadcast_shape, fail, fmt_shape, register, runtime_error
 
 # Heads up to this many multiply-adds in all (batch x L x S x (E + Ev)) run in one attention_rows call
-# instead of two BLAS products and the softmax between them: [2, 8, 8, 16] heads 4.9 -> 2.2 us (AVX-512
-# EPYC); from about 20000 (wav2vec2's [2, 19, 19, 16]: 10 -> 13 us) BLAS wins.
-ATTENTION_ROWS_MAX = 1 << 14
+# instead of two BLAS products and the softmax between them (AVX-512 EPYC, the whole step: wav2vec2's [2, 2, 19,
+# 16] 14.5 -> 13.8 us; level at [1, 4, 32, 16] and [16, 2, 16, 16]; from ViT's [1, 4, 65, 16], 0.5M, BLAS wins).
+ATTENTION_ROWS_MAX = 1 << 16
 # Larger heads whose scores fit in this many elements a head run in one attention_gemm call (the two
 # products per head as cblas_?gemm calls, the heads over the threads) where numpy's BLAS is an OpenBLAS
 # irnorm drives; beyond, or with broadcasting batch dims, numpy's matmul and softmax_rows.
@@ -144,6 +144,16 @@ class ScaledDotProductAttention(Op):
                 m_shape = (n_mb, ms[-2], ms[-1])
             return (n_b, n_l, n_e), (n_b, n_s, n_e), (n_b, n_s, n_ev), q.shape[:-1] + (n_ev,), m_shape, gemm
 
+        infos = ctx.inputs
+        runtime = [i for i, info in enumerate(infos) if info.value is None]
+        static = all(info.shape is not None and all(d >= 0 for d in info.shape) for info in infos)
+        # (entry point, attention_gemm's BLAS arguments (None: attention_rows), the kernel's q / k / v shapes,
+        # the output's shape and the kernel's, run()'s key, the kernel's mask shape, the constant mask as
+        # passed (None: a runtime one), the flags and scale, tasks) of the first one-call run on a static model
+        bound: list = []
+        mask_runtime = 3 in runtime
+        watch = static and dt == cdt and runtime[:3] == [0, 1, 2] and runtime[3:] in ([], [3]) and not (
+            mask_runtime and causal)
         def run(ins):
             q, k, v = ins[0], ins[1], ins[2]
             if dt != cdt:
@@ -190,6 +200,10 @@ class ScaledDotProductAttention(Op):
                         rows = rows_calls[(add.dtype, "gemm")] = entry(attention_gemm, *args[:2], heads, heads, heads,
                                                                        *args[5:])
                 rows(*args)
+                if watch and not bound:  # what static_call repeats on a static model: its one shape
+                    bound.append((rows, gemm, q3, k3, v3, out_shape, q3[:2] + (v3[2],), key, m_shape,
+                                  None if mask_runtime else add, args[-4:-1] if gemm is None else args[-5:-2],
+                                  gemm_tasks))
                 return [out if out.dtype == dt else cast(out, dt)]
             try:
                 scores = np.matmul(q, k.swapaxes(-1, -2))  # a fresh C-contiguous array
@@ -216,4 +230,28 @@ class ScaledDotProductAttention(Op):
                 raise runtime_error(layer, f"shapes do not fit: {e}") from None
             return [out if out.dtype == dt else cast(out, dt)]
 
+        if watch:
+            consts = [info.value for info in infos[3:]]
+
+            def static_call(q: np.ndarray, k: np.ndarray, v: np.ndarray, m: np.ndarray | None = None) -> np.ndarray:
+                # the straight-line runner's form on a static model (runtime/plan.py): the runtime operands
+                # q, k, v (and a runtime mask) into the first call's kernel with the first call's shapes and
+                # constants -- no key, plan lookup or mask handling of run() (~1.5 us a step)
+                if bound:
+                    rows, gemm, q3, k3, v3, out_shape, o3, key, m_shape, add, flags, tasks = bound[0]
+                    if (q.shape == key[0] and k.shape == key[1] and v.shape == key[2] and q.flags.c_contiguous
+                            and k.flags.c_contiguous and v.flags.c_contiguous
+                            and (m is None or ((m.shape, m.dtype.num) == key[3] and m.flags.c_contiguous
+                                               and (m.dtype == np.bool_ or m.dtype == cdt)))):
+                        out = np.empty(out_shape, cdt)
+                        mask = add if m is None else m.reshape(m_shape)
+                        if gemm is not None:  # the heads as [B1, B2, rows, cols]
+                            rows(*gemm, q if q.ndim == 4 else q[None], k if k.ndim == 4 else k[None],
+                                 v if v.ndim == 4 else v[None], mask, *flags, out.reshape(o3), tasks)
+                        else:
+                            rows(q.reshape(q3), k.reshape(k3), v.reshape(v3), mask, *flags, out.reshape(o3))
+                        return out
+                ins = [q, k, v] + ([m] if m is not None else []) + consts[1 if m is not None else 0:]
+                return run(ins)[0]
+            run.static_call = static_call  # type: ignore[attr-defined]
         return run
