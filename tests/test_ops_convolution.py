@@ -345,6 +345,30 @@ def test_unfold_paths_match_the_reference(seed, monkeypatch):
         np.testing.assert_array_equal(results[0], results[1 << 30])
 
 
+@pytest.mark.parametrize("x5, k, pad, stride, larger_input", [
+    ((1, 2, 1, 4, 4), 3, 1, 1, False), ((2, 3, 1, 5, 7), 2, 2, 1, False), ((1, 3, 1, 9, 8), 3, 1, 2, False),
+    ((1, 4, 1, 11, 11), 1, 0, 7, True), ((2, 2, 1, 10, 9), 2, 1, 5, True), ((1, 1, 1, 1, 1), 3, 2, 1, False)])
+def test_gather_unfold_copies_the_index_table(x5, k, pad, stride, larger_input):
+    """gather_unfold (gemm_epilogue's gather too) against the index table's meaning: col[i] = x[idx[i]], +0.0
+    where idx[i] is the input's size (a tap in the padding); NaN / -0.0 / inf copied as they are; on inputs
+    no larger than the unfolded buffer (the extended copy) and larger (large strides: the select per tap)."""
+    from irnorm.kernels import conv
+
+    rng = np.random.default_rng(sum(x5) + k)
+    o3 = [1] + [(x5[a] + 2 * pad - k) // stride + 1 for a in (3, 4)]
+    idx = conv.unfold_index(x5, [1, k, k], [1, stride, stride], [1, 1, 1], [0, pad, pad], o3)
+    x = rng.standard_normal(x5).astype(np.float32)
+    xf = x.reshape(-1)
+    xf[rng.random(x.size) < 0.2] = np.nan
+    xf[rng.random(x.size) < 0.1] = -0.0
+    xf[0] = np.inf
+    assert idx.dtype == np.uint32 and idx.max() <= xf.size and (xf.size > idx.size) == larger_input
+    col = np.full(idx.shape, 7.0, np.float32)
+    conv.gather_unfold(xf, idx, col)
+    want = np.where(idx < xf.size, xf[np.minimum(idx, xf.size - 1)], np.float32(0.0))
+    np.testing.assert_array_equal(col.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.mark.parametrize("parallel_min", [1 << 40, 1])
 def test_depthwise_paths_and_reused_buffers_match_the_reference(monkeypatch, parallel_min):
     """conv_depthwise over random geometries in one thread (the per-thread scratch buffers are reused
