@@ -943,3 +943,107 @@ def test_norm_steps_called_with_their_data_on_a_static_model(tmp_path):
             np.testing.assert_array_equal(got, m.run({"x": data}, profile=True)["y"])
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
         compare_with_openvino(xml, {"x": data})
+
+
+op8 = pytest.importorskip("openvino.opset8")
+
+
+def _attention_net(rng, batch, L, S, E, Ev, *, keys_given, scale, mask, softmax_axis=-1, v_transposed=False):
+    """Attention written out as exports without ScaledDotProductAttention write it: MatMul(Q, K^T) (K^T a
+    Transpose of K, or K with transpose_b), a Multiply / Divide by a scalar constant, an Add of a mask
+    (a parameter or a constant of the given shape), SoftMax, MatMul(P, V)."""
+    q = op1.parameter(list(batch) + [L, E], np.float32, name="q")
+    k = op1.parameter(list(batch) + [S, E], np.float32, name="k")
+    v = op1.parameter(list(batch) + ([Ev, S] if v_transposed else [S, Ev]), np.float32, name="v")
+    params = [q, k, v]
+    if keys_given:
+        s = op1.matmul(q, k, False, True)
+    else:
+        perm = list(range(len(batch))) + [len(batch) + 1, len(batch)]
+        s = op1.matmul(q, op1.transpose(k, op1.constant(np.array(perm, np.int64))), False, False)
+    if scale is not None:
+        op, c = scale
+        c = op1.constant(np.full([1] * (len(batch) + 2) if op == "Multiply4" else [], c, np.float32))
+        s = op1.divide(s, c) if op == "Divide" else op1.multiply(s, c)
+    if mask is not None:
+        kind, shape = mask
+        if kind == "param":
+            m = op1.parameter(list(shape), np.float32, name="m")
+            params.append(m)
+        else:
+            m = op1.constant((rng.standard_normal(shape) * 3).astype(np.float32))
+        s = op1.add(s, m)
+    p = op8.softmax(s, softmax_axis)
+    y = op1.matmul(p, v, False, v_transposed)
+    return _model(_named(y, "y"), params)
+
+
+@pytest.mark.parametrize("batch, L, S, E, Ev, keys_given, scale, mask", [
+    ((1, 2), 8, 8, 16, 16, False, ("Multiply4", 0.25), ("param", (1, 1, 8, 8))),  # DistilBERT's
+    ((2, 3), 5, 7, 4, 6, True, ("Divide", 2.0), ("const", (2, 3, 5, 7))),
+    ((3,), 9, 4, 8, 8, True, None, ("param", (4,))),
+    ((1, 4), 6, 6, 8, 3, False, ("Multiply", 0.3), None),
+    ((2, 2), 17, 18, 20, 24, True, ("Multiply", 0.2), ("const", (1, 17, 1))),
+])
+def test_attention_written_out_is_one_attention_step(tmp_path, batch, L, S, E, Ev, keys_given, scale, mask):
+    """MatMul -> scale -> mask -> SoftMax -> MatMul as one ScaledDotProductAttention step: against the layers
+    (a different order of sums: within a few ulps), NaN rows where a mask is all -inf, a static model's second
+    call (the step's static_call) the same bits as its first, and OpenVINO's results."""
+    rng = np.random.default_rng(L * 7 + S)
+    xml = save(_attention_net(rng, batch, L, S, E, Ev, keys_given=keys_given, scale=scale, mask=mask), tmp_path,
+               "att")
+    label = "+".join(["MatMul"] + ([scale[0][:8]] if scale else []) + (["Add"] if mask else []) +
+                     ["SoftMax", "MatMul"])
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == [label], fused.fused_steps
+    feeds = {"q": rng.standard_normal(list(batch) + [L, E]).astype(np.float32),
+             "k": rng.standard_normal(list(batch) + [S, E]).astype(np.float32),
+             "v": rng.standard_normal(list(batch) + [S, Ev]).astype(np.float32)}
+    if mask is not None and mask[0] == "param":
+        m = (rng.standard_normal(mask[1]) * 3).astype(np.float32)
+        m.reshape(-1)[0] = -np.inf
+        if len(mask[1]) == 4:
+            m[..., 1, :] = -np.inf  # query row 1 sees nothing: NaN in both
+        feeds["m"] = m
+    got, want = fused.run(feeds)["y"], plain.run(feeds)["y"]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_array_equal(fused.run(feeds)["y"], got)
+    if mask is None or mask[0] != "param" or len(mask[1]) != 4:  # OpenVINO's NaN rows are its own business
+        compare_with_openvino(xml, feeds)
+
+
+@pytest.mark.parametrize("case", ["softmax_axis", "v_transposed", "mask_widens", "scores_used_twice",
+                                  "heads_too_large", "per_head_mask_on_broadcast_batch"])
+def test_attention_written_out_left_alone(tmp_path, case):
+    """SoftMax over another axis, V given transposed, a mask that widens the scores, scores read elsewhere, heads
+    beyond the one-call attention kernel, a mask whose batch dims are neither all 1 nor the heads': the layers
+    run as they are (the same bits as unfused)."""
+    rng = np.random.default_rng(9)
+    batch, L, S, E, Ev = (2, 2), 6, 6, 8, 8
+    kw = dict(keys_given=True, scale=("Multiply", 0.5), mask=("param", (1, 1, L, S)))
+    if case == "softmax_axis":
+        kw["softmax_axis"] = -2
+    elif case == "v_transposed":
+        kw["v_transposed"] = True
+    elif case == "mask_widens":
+        kw["mask"] = ("param", (3, 1, 1, L, S))
+    elif case == "heads_too_large":
+        batch, L, S, E, Ev = (4, 4), 32, 32, 16, 16
+        kw["mask"] = ("param", (1, 1, L, S))
+    elif case == "per_head_mask_on_broadcast_batch":
+        kw["mask"] = ("const", (1, 2, L, S))
+    model = _attention_net(rng, batch, L, S, E, Ev, **kw)
+    if case == "scores_used_twice":
+        s = model.get_results()[0].input_value(0).get_node()  # the last MatMul
+        model = _model([_named(s, "y"), _named(op1.relu(s.input_value(0).get_node().input_value(0)), "z")],
+                       list(model.get_parameters()))
+    xml = save(model, tmp_path, "att")
+    out = kw["mask"][1] if kw["mask"][0] == "param" else None
+    feeds = {"q": rng.standard_normal(list(batch) + [L, E]).astype(np.float32),
+             "k": rng.standard_normal(list(batch) + [S, E]).astype(np.float32),
+             "v": rng.standard_normal(list(batch) + ([Ev, S] if case == "v_transposed" else [S, Ev]))
+             .astype(np.float32)}
+    if out is not None:
+        feeds["m"] = rng.standard_normal(out).astype(np.float32)
+    _left_alone(xml, "MatMul+Multiply", feeds)

@@ -24,6 +24,7 @@ run the unfused plan, so every original layer is seen.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -776,6 +777,103 @@ def matmul_bias_activation(fc: FuseContext, node: Node) -> Fusion | None:
     return Fusion(nodes, operands, run, "+".join(n.op_type for n in nodes), place_last=residual is not None)
 
 
+# ---- MatMul -> scale -> mask -> SoftMax -> MatMul: attention written out, as one attention step ----------
+
+
+def _scalar_operand(fc: FuseContext, node: Node, i: int) -> float | None:
+    """The constant single value `node` combines with its input i (numpy broadcast, of no higher rank), or None."""
+    c = fc.const(fc.other_operand(node, i))
+    rank = fc.info(tuple(node.sources[i])).rank
+    if c is None or c.size != 1 or rank is None or c.ndim > rank or not _binary_numpy(node):
+        return None
+    return float(c.reshape(-1)[0])
+
+
+def attention_written_out(fc: FuseContext, node: Node) -> Fusion | None:
+    """MatMul(Q, K^T or K with transpose_b) -> [Multiply or Divide by a constant scalar] -> [Add of a mask of the
+    scores' type that does not widen them] -> SoftMax over the last axis -> MatMul(P, V) on f32 data, static
+    shapes: how exports without ScaledDotProductAttention write attention (DistilBERT, Swin's windows), run as
+    one ScaledDotProductAttention step (ops/attention.py: small heads in one call, larger ones with a GEMM
+    call per head and product, the softmax between them in place).  The scale multiplies the scores before the
+    mask is added, as the layers do (a Divide becomes a multiply by the reciprocal: within an ulp)."""
+    if (node.op_type != "MatMul" or node.attrs.get("transpose_a") or len(node.sources) != 2
+            or any(s is None or fc.const(tuple(s)) is not None for s in node.sources)):
+        return None
+    scores = node.outputs[0]
+    if scores.dtype != "f32" or not scores.is_static or len(scores.shape) < 2:
+        return None
+    nodes, last, scale = [node], node, 1.0
+    hit = fc.sole_consumer(last, ("Multiply", "Divide"))
+    if hit is not None and (hit[0].op_type == "Multiply" or hit[1] == 0):
+        c = _scalar_operand(fc, hit[0], hit[1])
+        if c is not None and c != 0.0:
+            scale = c if hit[0].op_type == "Multiply" else 1.0 / c
+            nodes.append(hit[0])
+            last = hit[0]
+    mask_src, mask = None, None
+    hit = fc.sole_consumer(last, ("Add",))
+    if hit is not None and _binary_numpy(hit[0]):
+        other = fc.other_operand(hit[0], hit[1])
+        info = None if other is None else fc.info(other)
+        if (info is not None and info.dtype == "f32" and info.is_static
+                and np.broadcast_shapes(info.shape, scores.shape) == tuple(scores.shape)):
+            mask_src, mask = (other, None) if info.value is None else (None, info.value)
+            nodes.append(hit[0])
+            last = hit[0]
+    hit = fc.sole_consumer(last, ("SoftMax",))
+    if hit is None or hit[0].attrs.get("axis") not in (-1, len(scores.shape) - 1):
+        return None
+    nodes.append(hit[0])
+    hit = fc.sole_consumer(hit[0], ("MatMul",))
+    if hit is None or hit[1] != 0 or hit[0].attrs.get("transpose_a") or hit[0].attrs.get("transpose_b"):
+        return None
+    product = hit[0]
+    v_src = fc.other_operand(product, 0)
+    if v_src is None or fc.const(v_src) is not None or not fc.info(v_src).is_static:
+        return None
+    nodes.append(product)
+    from ..ops import attention
+
+    q_info, b_info, v_info = fc.info(tuple(node.sources[0])), fc.info(tuple(node.sources[1])), fc.info(v_src)
+    if not (q_info.is_static and b_info.is_static) or not (q_info.shape[:-2] == b_info.shape[:-2] == v_info.shape[:-2]):
+        return None
+    # only heads the attention step runs in one attention_rows call (attention.small_plan's conditions): the
+    # BLAS paths were slower than the layers' own steps, whose small batched products are one call each (Swin's
+    # 32 windowed heads of 16 x 16 with a per-head bias: 23 us as layers, 31 as one step)
+    mask_shape = fc.info(mask_src).shape if mask_src is not None else () if mask is None else mask.shape
+    batch, (n_l, n_s), n_e, n_ev = scores.shape[:-2], scores.shape[-2:], q_info.shape[-1], v_info.shape[-1]
+    mask_batch = ((1,) * len(scores.shape) + tuple(mask_shape))[-len(scores.shape):-2]
+    if (len(batch) < 1 or math.prod(batch) * n_l * n_s * (n_e + n_ev) > attention.ATTENTION_ROWS_MAX
+            or not (all(d == 1 for d in mask_batch) or mask_batch == batch)):
+        return None
+    keys_given = bool(node.attrs.get("transpose_b"))  # B is K itself, else K^T
+    k_shape = b_info.shape if keys_given else b_info.shape[:-2] + (b_info.shape[-1], b_info.shape[-2])
+    mask_value = np.zeros((), np.float32) if mask is None and mask_src is None else mask
+    infos = [q_info, TensorInfo(tuple(k_shape), "f32"), v_info,
+             TensorInfo(tuple(fc.info(mask_src).shape), "f32") if mask_src is not None
+             else TensorInfo(mask_value.shape, "f32", mask_value),
+             TensorInfo((), "f32", np.array(scale, np.float32))]
+    attend = attention.ScaledDotProductAttention().build(NodeContext(product.layer, {"causal": False}, infos, 1))
+    fixed = [] if mask_src is not None else [mask_value]
+    scale_value = infos[4].value
+
+    def keys(b: np.ndarray) -> np.ndarray:
+        return b if keys_given else np.ascontiguousarray(np.swapaxes(b, -1, -2))
+
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return attend([xs[0], keys(xs[1]), xs[2], *(xs[3:] or fixed), scale_value])
+
+    fast = getattr(attend, "static_call", None)
+    if fast is not None:
+        def static_call(q: np.ndarray, b: np.ndarray, v: np.ndarray, m: np.ndarray | None = None) -> np.ndarray:
+            return fast(q, keys(b), v) if m is None else fast(q, keys(b), v, m)
+        run.static_call = static_call  # type: ignore[attr-defined]
+
+    operands = [tuple(node.sources[0]), tuple(node.sources[1]), v_src] + ([mask_src] if mask_src is not None else [])
+    # V (and a computed mask) may be computed after the first MatMul: the step runs where the last one ran
+    return Fusion(nodes, operands, run, "+".join(n.op_type for n in nodes), place_last=True)
+
+
 def _reshape_then_activation(fc: FuseContext, node: Node) -> tuple[Node, tuple[int, ...], tuple] | None:
     """`node`'s sole consumer a Reshape / Squeeze / Unsqueeze with constant operands and a static output
     shape, whose sole consumer is an activation with constant parameters: (that layer, its output
@@ -797,8 +895,8 @@ def _reshape_then_activation(fc: FuseContext, node: Node) -> tuple[Node, tuple[i
 
 
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
-                                matmul_bias_activation, norm_activation, residual_activation, squeeze_excite,
-                                scale_chain)
+                                attention_written_out, matmul_bias_activation, norm_activation, residual_activation,
+                                squeeze_excite, scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
