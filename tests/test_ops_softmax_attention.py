@@ -247,14 +247,17 @@ def test_softmax_blocks_of_rows_keep_each_row_its_own(dtype, n):
 @pytest.mark.parametrize("dtype, causal, mask_kind", [(np.float32, False, None), (np.float32, True, None),
                                                       (np.float64, False, "additive"), (np.float32, False, "boolean")])
 def test_attention_gemm_heads_over_threads(dtype, causal, mask_kind):
-    """attention_gemm on ViT-sized heads ([4, 65, 16], 65 keys) as strided views of a fused QKV projection: the
-    float64 reference's values, and the same bits whether the heads run on one thread or several."""
-    from irnorm.kernels import blas
+    """attention_gemm on ViT-sized heads ([4, 65, 16], 65 keys) as strided views of a fused QKV projection, its
+    products by cblas_?gemm and (float32, where they run) by irnorm's GEMM kernels: the float64 reference's
+    values, and the same bits whether the heads run on one thread or several."""
+    from irnorm.kernels import blas, microgemm
     from irnorm.kernels.softmax import attention_gemm
+    from irnorm.ops.attention import IRNORM_GEMM
 
-    gemm = blas.gemm_address(np.dtype(dtype))
-    if gemm is None:
-        pytest.skip("numpy's BLAS is not an OpenBLAS irnorm drives: attention_gemm is not used")
+    gemms = [g for g in (blas.gemm_address(np.dtype(dtype)),
+                         IRNORM_GEMM if dtype == np.float32 and microgemm.ENABLED else None) if g is not None]
+    if not gemms:
+        pytest.skip("neither an OpenBLAS irnorm drives nor irnorm's float32 GEMM kernels: attention_gemm is not used")
     rng = np.random.default_rng(7 + causal)
     B, L, S, E, Ev = 4, 65, 65, 16, 12
     # the heads as a fused QKV projection leaves them: strided views [1, B, tokens, E] of [tokens, 3, B, E]
@@ -271,19 +274,20 @@ def test_attention_gemm_heads_over_threads(dtype, causal, mask_kind):
     else:
         mask = np.zeros((1, 1, 0), dtype)
     scale = dtype(0.25)
-    outs = []
-    for tasks in (1, 2, 3):
-        out = np.empty((B, L, Ev), dtype)
-        blas.enter()
-        try:
-            attention_gemm(*gemm, q4, k4, v4, mask, mask.dtype == np.bool_, scale, causal, out, tasks)
-        finally:
-            blas.leave()
-        outs.append(out)
-    np.testing.assert_array_equal(outs[0], outs[1])
-    np.testing.assert_array_equal(outs[0], outs[2])
     m = None if mask_kind is None else mask
     want = _sdpa_reference(q, k, v, m, causal, 0.25)
-    np.testing.assert_array_equal(np.isnan(outs[0]), np.isnan(want))
-    tol = 2e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)
+    for gemm in gemms:
+        outs = []
+        for tasks in (1, 2, 3):
+            out = np.empty((B, L, Ev), dtype)
+            blas.enter()
+            try:
+                attention_gemm(*gemm, q4, k4, v4, mask, mask.dtype == np.bool_, scale, causal, out, tasks)
+            finally:
+                blas.leave()
+            outs.append(out)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], outs[2])
+        np.testing.assert_array_equal(np.isnan(outs[0]), np.isnan(want))
+        tol = 2e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from numba.core.extending import overload
 
-from . import PARALLEL_MIN
+from . import PARALLEL_MIN, microgemm
 from .blas_blocks import NO_TRANS, ROW_MAJOR, TRANS, call_gemm
 from .halfprec import cast_like
 from .jit import entry, njit, prange, types
@@ -201,6 +201,41 @@ def _weighted_rows_impl(w, w0, src, s0, offs, taps, dst, d0, cols):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def mask_table(mask, bool_mask, causal, n_q, n_s, like):  # pragma: no cover
+    """The causal mask (-inf above the diagonal) and `mask` [Bm, Lm, Sm] (Bm any, Lm in {1, L}, Sm in {1, S};
+    Sm == 0: no mask; additive, or boolean when `bool_mask`: False masks) as one additive table [Bm, L * S] of
+    like's type (0 + the causal term + the mask term, as _masked adds them to a score); [0, 0] when there is
+    neither (nothing to add)."""
+    has_mask = mask.shape[2] > 0
+    if not (has_mask or causal):
+        return np.empty((0, 0), like.dtype)
+    per_key = mask.shape[2] > 1
+    minus_inf, zero = cast_like(-np.inf, like), cast_like(0.0, like)
+    n_tables = mask.shape[0] if has_mask else 1
+    table = np.empty((n_tables, n_q * n_s), like.dtype)
+    for mb in range(n_tables):
+        for i in range(n_q):
+            mi = i if mask.shape[1] > 1 else 0
+            for j in range(n_s):
+                table[mb, i * n_s + j] = _masked(zero, causal and j > i, has_mask, mask, mb, mi,
+                                                 j if per_key else 0, bool_mask, zero, minus_inf)
+    return table
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _scale_and_mask(flat_scores, scale, table, b):  # pragma: no cover
+    """A head's scores (flat [L * S]) times scale, plus row b of the table (row 0 when it has one; none when it
+    is empty), as one run."""
+    if table.shape[0] == 0:
+        for x in range(flat_scores.shape[0]):
+            flat_scores[x] = flat_scores[x] * scale
+        return
+    add = table[b if table.shape[0] > 1 else 0]
+    for x in range(flat_scores.shape[0]):
+        flat_scores[x] = flat_scores[x] * scale + add[x]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     """Scaled dot-product attention for small heads, one call for all of them: q [B, L, E], k [B, S, E],
     v [B, S, Ev] -> out [B, L, Ev] (all C-contiguous, one float type).  The causal mask (-inf above the
@@ -212,17 +247,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
     (LLaMA's 4 heads of [8, 8]: 9.5 -> 2.3 us)."""
     n_batch, n_q, n_e = q.shape
     n_s, n_ev = k.shape[1], v.shape[2]
-    minus_inf, zero = cast_like(-np.inf, q), cast_like(0.0, q)
-    has_mask = mask.shape[2] > 0
-    per_key = mask.shape[2] > 1
-    n_tables = mask.shape[0] if has_mask else 1
-    table = np.empty((n_tables, n_q * n_s), q.dtype)
-    for mb in range(n_tables):
-        for i in range(n_q):
-            mi = i if mask.shape[1] > 1 else 0
-            for j in range(n_s):
-                table[mb, i * n_s + j] = _masked(zero, causal and j > i, has_mask, mask, mb, mi,
-                                                 j if per_key else 0, bool_mask, zero, minus_inf)
+    table = mask_table(mask, bool_mask, causal, n_q, n_s, q)
     scores = np.empty((n_q, n_s), q.dtype)
     probs = np.empty((n_q, n_s), q.dtype)
     flat_scores, flat_probs = scores.reshape(-1), probs.reshape(-1)
@@ -238,9 +263,7 @@ def attention_rows(q, k, v, mask, bool_mask, scale, causal, out):
                 key_t[e * n_s + j] = k[b, j, e]
         for i in range(n_q):
             weighted_rows(q_flat, (b * n_q + i) * n_e, key_t, 0, by_e, n_e, flat_scores, i * n_s, n_s)
-        add = table[b if n_tables > 1 else 0]
-        for x in range(n_q * n_s):
-            flat_scores[x] = flat_scores[x] * scale + add[x]
+        _scale_and_mask(flat_scores, scale, table, b)
         for r0 in range(0, n_q, BLOCK):
             _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums, diff)
         for i in range(n_q):
@@ -255,32 +278,40 @@ def _head_at(a, b):  # pragma: no cover
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, h0, h1):  # pragma: no cover
-    """Heads h0..h1-1 of attention_gemm, on the calling thread, with scratch of their own."""
+def _attend_heads(gemm_at, blas_int, q, k, v, table, scale, out, h0, h1):  # pragma: no cover
+    """Heads h0..h1-1 of attention_gemm, on the calling thread, with scratch of their own (table: mask_table's)."""
     n_q, n_e = q.shape[2], q.shape[3]
     n_s, n_ev = k.shape[2], v.shape[3]
     item = q.itemsize
     ldq, ldk, ldv = q.strides[2] // item, k.strides[2] // item, v.strides[2] // item
-    one, zero, minus_inf = cast_like(1.0, q), cast_like(0.0, q), cast_like(-np.inf, q)
-    has_mask = mask.shape[2] > 0
-    per_key = mask.shape[2] > 1
+    one, zero = cast_like(1.0, q), cast_like(0.0, q)
     scores = np.empty((n_q, n_s), q.dtype)
     probs = np.empty((n_q, n_s), q.dtype)
     scores_bits, probs_bits = bits_of(scores), bits_of(probs)
     ms, sums, diff = np.empty(BLOCK, q.dtype), np.empty(BLOCK, np.float64), np.empty(BLOCK * n_s, q.dtype)
+    key_t = np.empty((n_e, n_s), q.dtype) if gemm_at == 0 else np.empty((0, 0), q.dtype)
     for b in range(h0, h1):
-        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, n_q, n_s, n_e, one, _head_at(q, b), ldq,
-                  _head_at(k, b), ldk, zero, scores.ctypes.data, n_s)
-        mb = b if mask.shape[0] > 1 else 0
-        for i in range(n_q):
-            mi = i if mask.shape[1] > 1 else 0
+        if gemm_at == 0:  # irnorm's float32 GEMM kernels (kernels/microgemm.py): K laid out as [E, S] first
+            kh = k[b // k.shape[1], b % k.shape[1]]
             for j in range(n_s):
-                scores[i, j] = _masked(scores[i, j] * scale, causal and j > i, has_mask, mask, mb, mi,
-                                       j if per_key else 0, bool_mask, zero, minus_inf)
+                for e in range(n_e):
+                    key_t[e, j] = kh[j, e]
+            microgemm.gemm(np.int64(n_q), np.int64(n_s), np.int64(n_e), np.int64(_head_at(q, b)), np.int64(ldq),
+                           np.int64(key_t.ctypes.data), np.int64(n_s), np.int64(scores.ctypes.data), np.int64(n_s),
+                           np.int64(0), np.int64(n_s))
+        else:
+            call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, TRANS, n_q, n_s, n_e, one, _head_at(q, b), ldq,
+                      _head_at(k, b), ldk, zero, scores.ctypes.data, n_s)
+        _scale_and_mask(scores.reshape(-1), scale, table, b)
         for r0 in range(0, n_q, BLOCK):
             _block(scores, probs, scores_bits, probs_bits, r0, min(n_q, r0 + BLOCK), False, ms, sums, diff)
-        call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, n_q, n_ev, n_s, one, probs.ctypes.data, n_s,
-                  _head_at(v, b), ldv, zero, out.ctypes.data + b * n_q * n_ev * item, n_ev)
+        if gemm_at == 0:
+            microgemm.gemm(np.int64(n_q), np.int64(n_ev), np.int64(n_s), np.int64(probs.ctypes.data), np.int64(n_s),
+                           np.int64(_head_at(v, b)), np.int64(ldv), np.int64(out.ctypes.data + b * n_q * n_ev * item),
+                           np.int64(n_ev), np.int64(0), np.int64(n_ev))
+        else:
+            call_gemm(gemm_at, blas_int, ROW_MAJOR, NO_TRANS, NO_TRANS, n_q, n_ev, n_s, one, probs.ctypes.data, n_s,
+                      _head_at(v, b), ldv, zero, out.ctypes.data + b * n_q * n_ev * item, n_ev)
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
@@ -288,15 +319,16 @@ def attention_gemm(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, o
     """Scaled dot-product attention, one call for all heads: q [B1, B2, L, E], k [B1, B2, S, E], v [B1, B2,
     S, Ev] (any strides with rows of unit stride: the heads of a fused QKV projection are views) -> out
     [B1 * B2, L, Ev] (C-contiguous; mask as attention_rows', over the B1 * B2 heads).  Per head: the scores
-    by one cblas_?gemm call (q k^T), scaled and masked as attention_rows does, the softmax of _block, then
-    one cblas_?gemm call (probs v) into the output; the heads in `tasks` groups over the threads (1: the
-    calling thread only; the bits do not depend on it).  The operations of the BLAS path the op takes
-    otherwise (matmul, scale, masks, softmax_rows, matmul) without a call, an allocation, a copy of the
-    strided heads and a batch loop in numpy around each of them."""
+    q k^T, scaled and the mask table (mask_table) added as attention_rows does, the softmax of _block, then
+    probs v into the output; the two products by cblas_?gemm at gemm_at, or by irnorm's float32 GEMM
+    kernels (microgemm.gemm, K laid out as [E, S] first) when gemm_at is 0.  The heads in `tasks` groups
+    over the threads (1: the calling thread only; the bits do not depend on it).  The operations of the
+    BLAS path the op takes otherwise (matmul, scale, masks, softmax_rows, matmul) without a call, an
+    allocation, a copy of the strided heads and a batch loop in numpy around each of them."""
     n_batch = q.shape[0] * q.shape[1]
+    table = mask_table(mask, bool_mask, causal, q.shape[2], k.shape[2], q)
     if tasks == 1:
-        _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, 0, n_batch)
+        _attend_heads(gemm_at, blas_int, q, k, v, table, scale, out, 0, n_batch)
         return
     for t in prange(tasks):
-        _attend_heads(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, out, t * n_batch // tasks,
-                      (t + 1) * n_batch // tasks)
+        _attend_heads(gemm_at, blas_int, q, k, v, table, scale, out, t * n_batch // tasks, (t + 1) * n_batch // tasks)

@@ -28,6 +28,10 @@ ATTENTION_ROWS_MAX = 1 << 16
 # irnorm drives; beyond, or with broadcasting batch dims, numpy's matmul and softmax_rows.
 ATTENTION_GEMM_MAX = 1 << 20
 ATTENTION_PARALLEL_MIN = 1 << 22  # multiply-adds in all from which attention_gemm shares the heads out
+# attention_gemm's BLAS arguments that select irnorm's own float32 GEMM kernels (kernels/microgemm.py, where they
+# run) instead of cblas_sgemm, which packs both operands of products this small on every call: ViT's 4 heads of
+# [65, 16] with 65 keys
+IRNORM_GEMM = (0, np.int64(0))
 
 
 def _unit_rows(*arrays: np.ndarray) -> bool:
@@ -83,7 +87,7 @@ class ScaledDotProductAttention(Op):
         return [TensorInfo(tuple(batch) + (q.shape[-2], v.shape[-1]), t)]
 
     def build(self, ctx: NodeContext) -> Kernel:
-        from ..kernels import blas
+        from ..kernels import blas, microgemm
         from ..kernels.jit import entry  # lazy: validate never imports numba
         from ..kernels.softmax import attention_gemm, attention_rows, softmax_rows
 
@@ -125,7 +129,8 @@ class ScaledDotProductAttention(Op):
             gemm = None
             if n_b * n_l * n_s * (n_e + n_ev) > ATTENTION_ROWS_MAX:  # the heads' products by BLAS, one call
                 fits_gemm = n_l * n_s <= ATTENTION_GEMM_MAX and min(n_e, n_ev) > 0 and q.ndim in (3, 4)
-                gemm = blas.gemm_address(cdt) if fits_gemm else None
+                gemm = None if not fits_gemm else (IRNORM_GEMM if cdt == np.float32 and microgemm.ENABLED
+                                                   else blas.gemm_address(cdt))
                 if gemm is None:
                     return None
             m_shape = (1, 1, 0)
