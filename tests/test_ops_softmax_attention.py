@@ -74,11 +74,11 @@ def _sdpa_reference(q, k, v, mask, causal, scale):
 
 @pytest.mark.parametrize("case", range(10))
 def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, monkeypatch, case):
-    """Heads of up to ATTENTION_ROWS_MAX multiply-adds run in one attention_rows call (scores, causal and
-    boolean/additive masks broadcast over batch, query or key positions, softmax, weighted sum); larger
-    ones in one attention_gemm call (two cblas_?gemm per head) where BLAS is driven; other broadcasts take
-    numpy's BLAS products.  All three agree with each other and with float64, fully masked rows (NaN)
-    included."""
+    """float32 heads run in one attention_gemm call on irnorm's GEMM kernels where they run; elsewhere heads of
+    up to ATTENTION_ROWS_MAX multiply-adds run in one attention_rows call (scores, causal and boolean/additive
+    masks broadcast over batch, query or key positions, softmax, weighted sum), larger ones in one
+    attention_gemm call (two cblas_?gemm per head) where BLAS is driven; other broadcasts take numpy's BLAS
+    products.  All four agree with each other and with float64, fully masked rows (NaN) included."""
     from irnorm.kernels import softmax as ksoftmax
     from irnorm.ops import attention
 
@@ -107,15 +107,28 @@ def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, mo
                         version="opset13")
     xml = b.save(tmp_path, "sdpa")
     from irnorm.kernels import blas as kblas
+    from irnorm.kernels import microgemm
 
     calls, gemm_calls = [], []
     orig, orig_gemm = ksoftmax.attention_rows, ksoftmax.attention_gemm
     monkeypatch.setattr(ksoftmax, "attention_rows", lambda *a: calls.append(1) or orig(*a))
-    monkeypatch.setattr(ksoftmax, "attention_gemm", lambda *a: gemm_calls.append(a[-1]) or orig_gemm(*a))
+    monkeypatch.setattr(ksoftmax, "attention_gemm", lambda *a: gemm_calls.append(a[0]) or orig_gemm(*a))
+    # the default path: irnorm's GEMM kernels in attention_gemm where they run (address 0), else attention_rows
+    model = irnorm.load(xml)
+    default = model.run(feeds)["y"]
+    if microgemm.ENABLED:
+        assert gemm_calls == [0] and not calls
+    else:
+        assert calls and not gemm_calls, "the one-kernel path did not run"
+    # a static model's later calls take the step's static_call, bound on the first call: same kernel, same bits
+    np.testing.assert_array_equal(model.run(feeds)["y"], default)
+    assert len(calls) + len(gemm_calls) == 2
+    monkeypatch.setattr(microgemm, "ENABLED", False)  # plans made from here on: the AVX2 machines' paths
+    calls.clear()
+    gemm_calls.clear()
     model = irnorm.load(xml)
     small = model.run(feeds)["y"]
-    assert calls, "the one-kernel path did not run"
-    # a static model's later calls take the step's static_call, bound on the first call: same kernel, same bits
+    assert calls and not gemm_calls, "the one-kernel path did not run"
     np.testing.assert_array_equal(model.run(feeds)["y"], small)
     assert len(calls) == 2
     monkeypatch.setattr(attention, "ATTENTION_ROWS_MAX", 0)
@@ -124,17 +137,17 @@ def test_small_heads_run_in_one_kernel_and_agree_with_the_blas_path(tmp_path, mo
     by_gemm = model.run(feeds)["y"]  # the heads' products by BLAS in one attention_gemm call
     np.testing.assert_array_equal(model.run(feeds)["y"], by_gemm)
     assert len(calls) == n
-    assert bool(gemm_calls) == (kblas.gemm_address(np.float32) is not None)
+    assert bool(gemm_calls) == (kblas.gemm_address(np.float32) is not None) and 0 not in gemm_calls
     monkeypatch.setattr(attention, "ATTENTION_GEMM_MAX", 0)
     before = len(gemm_calls)
     blas = irnorm.load(xml).run(feeds)["y"]  # numpy's matmul and softmax_rows
     assert len(calls) == n and len(gemm_calls) == before
     want = _sdpa_reference(feeds["q"], feeds["k"], feeds["v"], mask, causal, 1 / np.sqrt(E))
-    for got in (small, by_gemm, blas):
+    for got in (default, small, by_gemm, blas):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
-    np.testing.assert_allclose(small, blas, rtol=2e-5, atol=2e-6)
-    np.testing.assert_allclose(by_gemm, blas, rtol=2e-5, atol=2e-6)
+    for got in (default, small, by_gemm):
+        np.testing.assert_allclose(got, blas, rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -20,8 +20,10 @@ from ..ir.dtypes import ELEMENT_TYPES, FLOAT_TYPES, cast, compute_dtype
 from .base import Kernel, NodeContext, Op, TensorInfo, broadcast_shape, fail, fmt_shape, register, runtime_error
 
 # Heads up to this many multiply-adds in all (batch x L x S x (E + Ev)) run in one attention_rows call
-# instead of two BLAS products and the softmax between them (AVX-512 EPYC, the whole step: wav2vec2's [2, 2, 19,
-# 16] 14.5 -> 13.8 us; level at [1, 4, 32, 16] and [16, 2, 16, 16]; from ViT's [1, 4, 65, 16], 0.5M, BLAS wins).
+# instead of two BLAS products and the softmax between them (AVX-512 EPYC with cblas_sgemm, the whole step:
+# wav2vec2's [2, 2, 19, 16] 14.5 -> 13.8 us; level at [1, 4, 32, 16] and [16, 2, 16, 16]; from ViT's [1, 4, 65,
+# 16], 0.5M, BLAS wins).  Where irnorm's float32 GEMM kernels run, attention_gemm takes float32 heads of every
+# size with them: 0.3-0.9 us ahead of attention_rows from [1, 4, 8, 8] on, 12 us at ViT's.
 ATTENTION_ROWS_MAX = 1 << 16
 # Larger heads whose scores fit in this many elements a head run in one attention_gemm call (the two
 # products per head as cblas_?gemm calls, the heads over the threads) where numpy's BLAS is an OpenBLAS
@@ -127,10 +129,11 @@ class ScaledDotProductAttention(Op):
             if 0 in (n_b, n_l, n_s):
                 return None
             gemm = None
-            if n_b * n_l * n_s * (n_e + n_ev) > ATTENTION_ROWS_MAX:  # the heads' products by BLAS, one call
-                fits_gemm = n_l * n_s <= ATTENTION_GEMM_MAX and min(n_e, n_ev) > 0 and q.ndim in (3, 4)
-                gemm = None if not fits_gemm else (IRNORM_GEMM if cdt == np.float32 and microgemm.ENABLED
-                                                   else blas.gemm_address(cdt))
+            fits_gemm = n_l * n_s <= ATTENTION_GEMM_MAX and min(n_e, n_ev) > 0 and q.ndim in (3, 4)
+            if fits_gemm and cdt == np.float32 and microgemm.ENABLED:  # irnorm's GEMM kernels, any size
+                gemm = IRNORM_GEMM
+            elif n_b * n_l * n_s * (n_e + n_ev) > ATTENTION_ROWS_MAX:  # the heads' products by BLAS, one call
+                gemm = blas.gemm_address(cdt) if fits_gemm else None
                 if gemm is None:
                     return None
             m_shape = (1, 1, 0)
