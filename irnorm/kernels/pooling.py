@@ -216,20 +216,24 @@ def _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _max_values_clipped(x, out, p, oh, ow, ya, yb, kw, sw, pw, low):
+def _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low):
     """One window, its taps clipped to the input, visited in _max_window's order (the first tap inside
-    starts)."""
+    starts).  Indices as unsigned (every one is inside here): Numba then adds no negative-index check to
+    each load (the border of ResNet's [1, 64, 32, 32] 3x3 / 2 pool: 13.1 -> 10.0 us)."""
     t0 = ow * sw - pw
-    ta, tb = max(t0, 0), min(t0 + kw, x.shape[3])
+    ta = t0 if t0 > 0 else 0
+    tb = t0 + kw
+    tb = tb if tb < x.shape[3] else x.shape[3]
     if ya >= yb or ta >= tb:  # a window entirely in the padding
-        out[p, 0, oh, ow] = low
+        out[up, 0, np.uintp(oh), np.uintp(ow)] = low
         return
-    best = x[p, 0, ya, ta]
+    best = x[up, 0, np.uintp(ya), np.uintp(ta)]
     for y in range(ya, yb):
+        uy = np.uintp(y)
         for t in range(ta, tb):
-            v = x[p, 0, y, t]
+            v = x[up, 0, uy, np.uintp(t)]
             best = v if v > best else best
-    out[p, 0, oh, ow] = best
+    out[up, 0, np.uintp(oh), np.uintp(ow)] = best
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -238,18 +242,22 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
     H = x.shape[2]
     OH, OW = out.shape[2], out.shape[3]
     kh, kw, sh, sw, ph, pw = k[1], k[2], s[1], s[2], pb[1], pb[2]
+    left = min(x_lo, OW)
     for p in range(p0, p1):
+        up = np.uintp(p)
         for oh in range(OH):
             y0 = oh * sh - ph
-            ya, yb = max(y0, 0), min(y0 + kh, H)
+            ya = y0 if y0 > 0 else 0
+            yb = y0 + kh
+            yb = yb if yb < H else H
             if y_lo <= oh < y_hi:
-                for ow in range(min(x_lo, OW)):
-                    _max_values_clipped(x, out, p, oh, ow, ya, yb, kw, sw, pw, low)
+                for ow in range(left):
+                    _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low)
                 for ow in range(x_hi, OW):
-                    _max_values_clipped(x, out, p, oh, ow, ya, yb, kw, sw, pw, low)
+                    _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low)
             else:
                 for ow in range(OW):
-                    _max_values_clipped(x, out, p, oh, ow, ya, yb, kw, sw, pw, low)
+                    _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low)
 
 
 # window shapes (kh, kw, sh, sw) with a kernel of their own, the ones CNNs use, in the order of the
