@@ -263,3 +263,29 @@ def test_max_pool_3x3_stride_2_vector_rows(shape, pad):
     want = np.stack([_max_pool_rule(x[i:i + 1], [3, 3], [2, 2], [1, 1], [pad, pad], tuple(out_hw))[0][0]
                      for i in range(shape[0])])
     np.testing.assert_array_equal(results[True], want)
+
+
+@pytest.mark.parametrize("indices", [False, True])
+def test_pool_plans_bound_on_their_first_call_take_any_input_after(indices):
+    """max_pool_plan / adaptive_pool_plan bind their kernel's entry point on the first call: later calls with
+    a read-only input, a non-contiguous one and a float64 one (converted) give the reference's values, and
+    so does a first call with a read-only input."""
+    from irnorm.kernels import pooling
+
+    rng = np.random.default_rng(3 + indices)
+    shape = (2, 3, 9, 11)
+    args = ([5, 6], [3, 3], [2, 2], [1, 1], [1, 1], np.dtype(np.float32), float(np.finfo(np.float32).min), indices)
+    feeds = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    feeds[0].flags.writeable = False
+    wide = rng.standard_normal(shape[:3] + (22,)).astype(np.float32)
+    feeds += [wide[..., ::2], rng.standard_normal(shape)]
+    for order in (feeds, feeds[::-1]):
+        plan = pooling.max_pool_plan(shape, *args)
+        adaptive = pooling.adaptive_pool_plan(shape, [3, 4], np.dtype(np.float32), average=False)
+        for x in order:
+            want = R.max_pool(np.asarray(x, np.float32), [3, 3], [2, 2], [1, 1], [1, 1], [5, 6])[0]
+            vals, idx = plan(x)
+            np.testing.assert_array_equal(vals, want)
+            assert (idx is not None) == indices
+            got, _ = adaptive(x)
+            np.testing.assert_array_equal(got, R.adaptive_max_pool(np.asarray(x, np.float32), [3, 4])[0])

@@ -16,7 +16,7 @@ from math import prod
 import numpy as np
 
 from . import PARALLEL_MIN, microgemm, rowvec
-from .jit import njit, prange
+from .jit import entry, njit, prange
 from .pool import OUTPUTS
 
 
@@ -368,16 +368,26 @@ def max_pool_plan(shape: tuple[int, ...], out_spatial: list[int], kernel: list[i
         if VECTOR_ROWS and not with_idx and cdt == np.float32 and window == (3, 3, 2, 2):
             code = _VECTOR_3X3
 
+    # the kernel's entry point (jit.entry), bound on the first call: its arguments' types never change here (C-
+    # contiguous arrays this function makes, the plan's constants), and Numba's dispatcher typed all 15 of them
+    # on every call (~3 us of AlexNet's 7 us [1, 8, 39, 39] pool step)
+    bound: list = []
+
     def run(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         xs = np.ascontiguousarray(x, dtype=cdt).reshape(planes_shape)
         out = OUTPUTS.empty(oshape, cdt)  # recycled: a fresh large output faults on every page
         idx = np.empty(oshape, np.int64) if with_idx else None
         if size:
             if planar:
-                _max_inside_parallel(xs, out, out if idx is None else idx, k3, s3, d3, p3, lowest, y_lo, y_hi,
-                                     x_lo, x_hi, tasks, code, idx is not None)
+                args = (xs, out, out if idx is None else idx, k3, s3, d3, p3, lowest, y_lo, y_hi, x_lo, x_hi, tasks,
+                        code, idx is not None)
+                if not bound:
+                    bound.append(entry(_max_inside_parallel, *args))
             else:
-                _max_parallel(xs, out, idx, k3, s3, d3, p3, lowest, tasks, False)
+                args = (xs, out, idx, k3, s3, d3, p3, lowest, tasks, False)
+                if not bound:
+                    bound.append(entry(_max_parallel, *args))
+            bound[0](*args)
         return out.reshape(final), (idx.reshape(final) if indices else None)
 
     return run
@@ -463,12 +473,17 @@ def adaptive_pool_plan(shape: tuple[int, ...], out_spatial: list[int], cdt: np.d
     # the average window holds about in / out taps per axis: the work is about the input's size
     tasks = _tasks(oshape[0] * oshape[1], max(size, prod(planes_shape)))
 
+    bound: list = []  # the kernel's entry point, bound on the first call (as max_pool_plan's)
+
     def run(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         xs = np.ascontiguousarray(x, dtype=cdt).reshape(planes_shape)
         out = np.empty(oshape, cdt)
         idx = np.empty(oshape if not average else (0, 0, 0, 0), np.int64)
         if size:
-            _adaptive_parallel(xs, out, idx, bins[0], bins[1], bins[2], average, tasks)
+            args = (xs, out, idx, bins[0], bins[1], bins[2], average, tasks)
+            if not bound:
+                bound.append(entry(_adaptive_parallel, *args))
+            bound[0](*args)
         return out.reshape(final), (None if average else idx.reshape(final))
 
     return run
