@@ -1047,3 +1047,56 @@ def test_attention_written_out_left_alone(tmp_path, case):
     if out is not None:
         feeds["m"] = rng.standard_normal(out).astype(np.float32)
     _left_alone(xml, "MatMul+Multiply", feeds)
+
+
+def _separable_attention_net(shape, d, dtype, *, softmax_axis=-1, reduce_axis=-1, keep_dims=True, k_first=True,
+                             also_output=False):
+    """MobileViTv2's separable self-attention as OpenVINO writes it: VariadicSplit of x along axis 1 into [1, d,
+    d] -> SoftMax(q), Multiply(k, that), ReduceSum over the last axis, Relu(v), Multiply(Relu(v), the sums)."""
+    x = op1.parameter(list(shape), dtype, name="x")
+    parts = op1.variadic_split(x, op1.constant(np.array(1, np.int64)), op1.constant(np.array([1, d, d], np.int64)))
+    q, k, v = parts.output(0), parts.output(1), parts.output(2)
+    s = op8.softmax(q, softmax_axis)
+    ks = op1.multiply(k, s) if k_first else op1.multiply(s, k)
+    ctx = op1.reduce_sum(ks, op1.constant(np.array([reduce_axis], np.int64)), keep_dims)
+    y = op1.multiply(op1.relu(v), ctx)
+    outs = [_named(y, "y")] + ([_named(op1.relu(ks), "z")] if also_output else [])
+    return _model(outs, [x])
+
+
+@pytest.mark.parametrize("shape, d, dtype, k_first", [((1, 65, 4, 16), 32, np.float32, True),
+                                                      ((2, 9, 3, 5, 7), 4, np.float32, False),
+                                                      ((1, 17, 11), 8, np.float64, True),
+                                                      ((1, 3, 1, 1), 1, np.float32, True)])
+def test_separable_attention_is_one_step(tmp_path, shape, d, dtype, k_first):
+    """VariadicSplit + SoftMax + Multiply + ReduceSum + Relu + Multiply as one step: against the layers (the sums'
+    order may differ: within a few ulps; NaN, inf and -0.0 in the values), a static model's second call, and
+    OpenVINO's results."""
+    rng = np.random.default_rng(sum(shape) + d)
+    xml = save(_separable_attention_net(shape, d, dtype, k_first=k_first), tmp_path, "sep")
+    fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
+    assert [f[0] for f in fused.fused_steps] == ["VariadicSplit+SoftMax+Relu+Multiply+ReduceSum+Multiply"]
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    v = x[:, 1 + d:].reshape(-1)
+    v[:3] = [np.nan, -np.inf, -0.0][:v.size]
+    got, want = fused.run({"x": x})["y"], plain.run({"x": x})["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    tol = 2e-6 if dtype == np.float32 else 1e-14
+    finite = np.abs(want[np.isfinite(want)])
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * (float(finite.max()) if finite.size else 1.0))
+    np.testing.assert_array_equal(fused.run({"x": x})["y"], got)
+    if dtype == np.float32:
+        compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
+
+
+@pytest.mark.parametrize("case", ["softmax_axis", "reduce_axis", "no_keep_dims", "intermediate_output"])
+def test_separable_attention_left_alone(tmp_path, case):
+    """SoftMax or ReduceSum over another axis, ReduceSum without keep_dims, an intermediate also read elsewhere:
+    the layers run as they are (the same bits as unfused)."""
+    rng = np.random.default_rng(2)
+    shape, d = (1, 9, 4, 4), 4
+    kw = {"softmax_axis": {"softmax_axis": 2}, "reduce_axis": {"reduce_axis": 2},
+          "no_keep_dims": {"keep_dims": False}, "intermediate_output": {"also_output": True}}[case]
+    xml = save(_separable_attention_net(shape, d, np.float32, **kw), tmp_path, "sep")
+    _left_alone(xml, "VariadicSplit", {"x": rng.standard_normal(shape).astype(np.float32)})

@@ -332,3 +332,25 @@ def attention_gemm(gemm_at, blas_int, q, k, v, mask, bool_mask, scale, causal, o
         return
     for t in prange(tasks):
         _attend_heads(gemm_at, blas_int, q, k, v, table, scale, out, t * n_batch // tasks, (t + 1) * n_batch // tasks)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def separable_attention(x, d, out):  # pragma: no cover
+    """MobileViTv2's separable self-attention on x [B, 1 + 2d, R, N] (C-contiguous) -> out [B, d, R, N]: with the
+    query q = x[:, 0], keys k = x[:, 1:1 + d] and values v = x[:, 1 + d:], s = softmax(q) along N (_rows_serial:
+    SoftMax's own rows), context[b, c, r] = sum over n of k[b, c, r, n] * s[b, r, n] (each product rounded, then
+    added in order), out = relu(v) * context -- the layers VariadicSplit, SoftMax, Multiply, ReduceSum, Relu,
+    Multiply in one call."""
+    n_b, n_r, n_n = x.shape[0], x.shape[2], x.shape[3]
+    zero = cast_like(0.0, x)
+    s = np.empty((n_r, n_n), x.dtype)
+    for b in range(n_b):
+        _rows_serial(x[b, 0], s, False)
+        for c in range(d):
+            for r in range(n_r):
+                acc = zero
+                for n in range(n_n):
+                    acc += x[b, 1 + c, r, n] * s[r, n]
+                for n in range(n_n):
+                    v = x[b, 1 + d + c, r, n]
+                    out[b, c, r, n] = (zero if v < zero else v) * acc

@@ -874,6 +874,80 @@ def attention_written_out(fc: FuseContext, node: Node) -> Fusion | None:
     return Fusion(nodes, operands, run, "+".join(n.op_type for n in nodes), place_last=True)
 
 
+# ---- MobileViTv2's separable self-attention: VariadicSplit -> SoftMax / Multiply / ReduceSum / Relu / Multiply ----
+
+
+def _only_user(fc: FuseContext, v: Value) -> tuple[Node, int] | None:
+    """The one layer consuming value v (and at which input), when v is not kept as an output."""
+    users = fc.consumers.get(v, [])
+    if len(users) != 1 or v in fc.keep:
+        return None
+    return fc.graph.nodes[users[0][0]], users[0][1]
+
+
+def separable_attention(fc: FuseContext, node: Node) -> Fusion | None:
+    """MobileViTv2's separable self-attention as exports write it: a VariadicSplit of x [B, 1 + 2d, ..., N] along
+    axis 1 into q [B, 1, ...], k and v [B, d, ...]; SoftMax(q) over the last axis; Multiply(k, that); ReduceSum over
+    the last axis keeping it; Relu(v); Multiply(Relu(v), the sums).  Six steps of 1.3-2.8 us on its small maps,
+    one Numba call here (kernels/softmax.py separable_attention: the same softmax rows; each product rounded,
+    then summed in order).  f32 / f64 data, static shapes."""
+    if node.op_type != "VariadicSplit" or len(node.outputs) != 3 or node.sources[0] is None:
+        return None
+    x = fc.info(tuple(node.sources[0]))
+    if x.dtype not in ("f32", "f64") or not x.is_static or len(x.shape) < 3:
+        return None
+    axis, lengths = fc.const(tuple(node.sources[1])), fc.const(tuple(node.sources[2]))
+    if axis is None or lengths is None or axis.size != 1 or int(axis.reshape(-1)[0]) % len(x.shape) != 1:
+        return None
+    last = len(x.shape) - 1
+    sizes = [o.shape[1] if o.shape is not None else -1 for o in node.outputs]
+    if sizes[0] != 1 or sizes[1] != sizes[2] or sizes[1] < 1:
+        return None
+    users = [_only_user(fc, (node.index, i)) for i in range(3)]
+    if any(u is None for u in users):
+        return None
+    (softmax, _), (scale_k, k_port), (relu, _) = users
+    if (softmax.op_type != "SoftMax" or softmax.attrs.get("axis") not in (-1, last) or relu.op_type != "Relu"
+            or scale_k.op_type != "Multiply" or not _binary_numpy(scale_k)
+            or fc.other_operand(scale_k, k_port) != (softmax.index, 0)):
+        return None
+    if _only_user(fc, (softmax.index, 0)) != (scale_k, 1 - k_port):
+        return None
+    hit = _only_user(fc, (scale_k.index, 0))
+    if hit is None or hit[0].op_type != "ReduceSum" or not hit[0].attrs.get("keep_dims") or hit[1] != 0:
+        return None
+    reduce = hit[0]
+    axes = fc.const(tuple(reduce.sources[1])) if len(reduce.sources) > 1 and reduce.sources[1] is not None else None
+    if axes is None or axes.size != 1 or int(axes.reshape(-1)[0]) % len(x.shape) != last:
+        return None
+    hit = _only_user(fc, (reduce.index, 0))
+    if hit is None or hit[0].op_type != "Multiply" or not _binary_numpy(hit[0]):
+        return None
+    product = hit[0]
+    if fc.other_operand(product, hit[1]) != (relu.index, 0) or _only_user(fc, (relu.index, 0)) != (product,
+                                                                                                  1 - hit[1]):
+        return None
+    from ..kernels.jit import entry
+    from ..kernels.softmax import separable_attention as kernel
+
+    d, dt = int(sizes[1]), ELEMENT_TYPES[x.dtype]
+    x4 = (x.shape[0], x.shape[1], math.prod(x.shape[2:last]), x.shape[last])
+    out_shape, out4 = tuple(product.outputs[0].shape), (x.shape[0], d, x4[2], x4[3])
+    call = entry(kernel, np.empty(x4, dt), d, np.empty(out4, dt))
+
+    def run(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [static_call(xs[0])]
+
+    def static_call(a: np.ndarray) -> np.ndarray:
+        out = np.empty(out_shape, dt)
+        call(np.ascontiguousarray(a, dt).reshape(x4), d, out.reshape(out4))
+        return out
+    run.static_call = static_call  # type: ignore[attr-defined]  # the straight-line runner's form
+
+    nodes = [node] + sorted((softmax, relu, scale_k, reduce), key=lambda n: n.index) + [product]
+    return Fusion(nodes, [tuple(node.sources[0])], run, "VariadicSplit+SoftMax+Relu+Multiply+ReduceSum+Multiply")
+
+
 def _reshape_then_activation(fc: FuseContext, node: Node) -> tuple[Node, tuple[int, ...], tuple] | None:
     """`node`'s sole consumer a Reshape / Squeeze / Unsqueeze with constant operands and a static output
     shape, whose sole consumer is an activation with constant parameters: (that layer, its output
@@ -896,7 +970,7 @@ def _reshape_then_activation(fc: FuseContext, node: Node) -> tuple[Node, tuple[i
 
 RULES: tuple[FusionRule, ...] = (precision_converts, mvn_affine, rms_norm, l2_normalize, conv_bias_activation,
                                 attention_written_out, matmul_bias_activation, norm_activation, residual_activation,
-                                squeeze_excite, scale_chain)
+                                squeeze_excite, separable_attention, scale_chain)
 
 
 def find_fusions(graph: Graph, live: set[int], keep: set[Value], order: list[Node]) -> dict[int, Fusion]:
