@@ -5,8 +5,10 @@ Inputs: query [..., L, E], key [..., S, E], value [..., S, Ev], optional attenti
 true = attend, false adds -inf; or the query's float type, added; broadcast to [..., L, S]) and
 optional scale (a scalar; default 1 / sqrt(E)).  ``causal=true`` ignores the mask and lets query i
 attend to keys 0..i only.  A row with nothing to attend to gives NaN, as the formula does.
-Arithmetic in float32 (float64 for f64); the two products go through numpy's BLAS matmul, the
-softmax through irnorm.kernels.softmax.
+Arithmetic in float32 (float64 for f64), all heads in one Numba call where the operands allow
+(kernels/softmax.py: attention_gemm with irnorm's float32 GEMM kernels where they run; else attention_rows for
+small heads and attention_gemm with a cblas GEMM per head and product), otherwise numpy's matmul around the
+softmax kernel.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ class ScaledDotProductAttention(Op):
     inputs = (3, 5)
     schema = AttrSchema([optional("causal", parse_bool, False, doc="attend to keys up to the query's position")])
     doc = ("softmax(Q K^T * scale + mask) V; boolean (true = attend) or float masks; default scale 1/sqrt(E); "
-           "causal ignores the mask; small heads in one Numba kernel, larger ones in one call with a BLAS "
-           "GEMM per head and product.")
+           "causal ignores the mask; all heads in one Numba call (float32 on irnorm's GEMM kernels where they "
+           "run; else small heads in one kernel, larger ones with a BLAS GEMM per head and product).")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         q, k, v = ctx.inputs[:3]
