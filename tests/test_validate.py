@@ -709,13 +709,27 @@ def test_const_size(tmp_path, size, code):
     at_layer(d, "2", "gn_bias", "Const", "opset1")
 
 
-@pytest.mark.parametrize("et", ["u4", "i4", "nf4", "string", "f8e4m3"])
-def test_const_unsupported_element_type(tmp_path, et):
+def test_const_unsupported_element_type(tmp_path):
     m = Mut(tmp_path, GN).sub('<data element_type="f32" shape="8" offset="0" size="32" />',
-                              f'<data element_type="{et}" shape="8" offset="0" size="4" />')
+                              '<data element_type="string" shape="8" offset="0" size="4" />')
     d = only_error(m.check(), "IRN043")
-    assert f"element type '{et}' is not supported" in d.message
+    assert "element type 'string' is not supported" in d.message
     at_layer(d, "1", "gn_scale", "Const", "opset1")
+
+
+@pytest.mark.parametrize("et,size", [("u4", 4), ("i4", 4), ("nf4", 4), ("f8e4m3", 8), ("u1", 1)])
+def test_compressed_const_read_by_a_computing_layer(tmp_path, et, size):
+    """A compressed-weight Const (tests/test_compressed_weights.py) is read; a layer other than Convert reading it
+    is refused at that layer (here GroupNormalization's scale)."""
+    m = Mut(tmp_path, GN).sub('<data element_type="f32" shape="8" offset="0" size="32" />',
+                              f'<data element_type="{et}" shape="8" offset="0" size="{size}" />')
+    found = errors(m.check())
+    # (the ports still declare FP32: IRN031 for those too)
+    assert {e.code for e in found} == {"IRN031", "IRN043"}
+    d = next(e for e in found if e.code == "IRN043")
+    assert f"reads a {et} tensor: irnorm supports {et} only as constant weights that a Convert decompresses" \
+        in d.message
+    assert d.layer_type == "GroupNormalization"
 
 
 def test_const_unknown_element_type(tmp_path):

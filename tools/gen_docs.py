@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 _TYPE_NAMES = {
     "parse_int": "int", "parse_float": "float", "parse_bool": "bool", "parse_int_list": "int list",
-"parse_shape": "shape", "_element_type": "element type",
+"parse_shape": "shape", "_element_type": "element type", "_const_element_type": "element type or storage type",
     "_nonneg_int": "int >= 0", "_variable_id": "non-empty string",
 }
 

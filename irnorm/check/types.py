@@ -3,8 +3,10 @@ precisions against what the rules give, constant folding, and sizes no machine c
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import RuleError
-from ..ir.dtypes import ELEMENT_TYPES, MAX_RANK
+from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES, MAX_RANK, STORAGE_TYPES
 from ..ir.graph import Graph, Node, layer_diagnostic
 from ..ir.reader import PortRecord
 from ..ir.tensor import TensorInfo, fmt_shape
@@ -31,6 +33,13 @@ def infer_types(graph: Graph) -> None:
         if ins is None:
             node.ok = False
             continue
+        packed = next((i.dtype for i in ins if i.dtype in STORAGE_TYPES), None)
+        if packed is not None and node.op_type != "Convert":
+            # compressed weights (u4, i4, nf4, f8e4m3, ...) have no kernels: a Convert decompresses them at load
+            diags.append(layer_diagnostic(doc, lay, "IRN043", f"reads a {packed} tensor: irnorm supports {packed} "
+                                                              f"only as constant weights that a Convert decompresses"))
+            node.ok = False
+            continue
         ctx = NodeContext(lay, node.attrs, ins, len(lay.outputs), graph.weights)
         try:
             outs = node.op.infer(ctx)
@@ -47,6 +56,8 @@ def infer_types(graph: Graph) -> None:
             node.ok = False
             continue
         outs = outs[: len(lay.outputs)]
+        if outs and outs[0].value is not None and node.op_type in _DECOMPRESSION_OPS:
+            decompression_in_f32(node.op_type, ins, outs[0])
         size_msg = next((m for m in (size_problem(o) for o in outs) if m), None)
         if size_msg:  # refused before anything is allocated; downstream layers are not checked against it
             diags.append(layer_diagnostic(doc, lay, "IRN050", size_msg))
@@ -117,6 +128,47 @@ def decompression_source(graph: Graph, node: Node) -> str | None:
     return None if info is None else info.dtype
 
 
+# Weight decompression written in f16 or bf16 -- Convert(integer or storage-type weights -> f16) [- Convert(zero
+# point)] * scale [-> Reshape] -> Convert(f32), NNCF's and OpenVINO's compressed-weight pattern -- is computed by
+# OpenVINO's CPU plugin in f32, without rounding the products to f16 (it fuses the chain into its weight-compressed
+# MatMul kernels): ~1e-3 relative in a layer's outputs.  irnorm folds such a chain at load as the plugin computes
+# it: each f16 / bf16 constant of the chain keeps its float32 values (TensorInfo.wide), and the Convert to f32 at
+# its end takes those (docs/ir-format.md, section 9).
+_DECOMPRESSION_OPS = frozenset({"Convert", "Subtract", "Multiply", "Reshape", "Squeeze", "Unsqueeze"})
+_HALF_TYPES = ("f16", "bf16")
+
+
+def decompression_in_f32(op_type: str, ins: list[TensorInfo], out: TensorInfo) -> None:
+    """Give `out` (a folded constant) its float32 values where it is a step of a decompression chain, or give
+    the chain's closing Convert to f32 the chain's float32 values."""
+    if op_type == "Convert":
+        src = ins[0]
+        if src.value is None:
+            return
+        if out.dtype in _HALF_TYPES and (src.dtype in INT_TYPES or src.dtype in STORAGE_TYPES):
+            wide = np.asarray(src.value).astype(np.float32)  # integer codes (|v| < 2 ** 24) and codebooks: exact
+        elif out.dtype == "f32" and src.wide is not None:
+            out.value = src.wide
+            return
+        else:
+            return
+    elif out.dtype not in _HALF_TYPES or not any(i.wide is not None for i in ins) or any(i.value is None for i in ins):
+        return
+    elif op_type == "Subtract":
+        a, b = (i.wide if i.wide is not None else np.asarray(i.value).astype(np.float32) for i in ins[:2])
+        wide = a - b
+    elif op_type == "Multiply":
+        a, b = (i.wide if i.wide is not None else np.asarray(i.value).astype(np.float32) for i in ins[:2])
+        wide = a * b
+    elif ins[0].wide is not None:  # Reshape, Squeeze, Unsqueeze: the data's values in the output's shape
+        wide = ins[0].wide.reshape(out.value.shape)
+    else:
+        return
+    if wide.shape == out.value.shape:  # (a broadcast the layer resolved otherwise: no wide values)
+        wide.flags.writeable = False
+        out.wide = wide
+
+
 def _fold(node: Node, ctx: NodeContext, outs: list[TensorInfo]) -> list[TensorInfo]:
     """Run a node whose inputs are all constant once, at load time."""
     kernel = node.op.build(ctx)
@@ -138,7 +190,9 @@ def size_problem(info: TensorInfo) -> str | None:
         count *= max(d, 1)
     if count > MAX_ELEMENTS:
         return f"shape {fmt_shape(info.shape)} has {count} elements, more than int64 can count"
-    b = count * (ELEMENT_TYPES[info.dtype].itemsize if info.dtype in ELEMENT_TYPES else 8)
+    item = (ELEMENT_TYPES[info.dtype].itemsize if info.dtype in ELEMENT_TYPES
+            else 1 if info.dtype in STORAGE_TYPES else 8)
+    b = count * item
     if b > ABSURD_BYTES:
         return f"shape {fmt_shape(info.shape)} of {info.dtype} needs {b} bytes ({b / 2**40:.0f} TiB): absurd size"
     return None

@@ -23,11 +23,83 @@ ELEMENT_TYPES: dict[str, np.dtype] = {
     "boolean": np.dtype(np.bool_),
 }
 
-# Types OpenVINO knows that irnorm reads as names but cannot compute with.
+# Types OpenVINO knows that irnorm reads as names but cannot compute with (STORAGE_TYPES below only as
+# compressed weights).
 KNOWN_UNSUPPORTED = {
     "u1", "u2", "u3", "u4", "u6", "i4", "nf4", "string", "f4e2m1", "f8e4m3", "f8e5m2", "f8e8m0",
     "dynamic", "undefined",
 }
+
+# The storage types of compressed weights (NNCF's and OpenVINO's weight compression: INT4/INT8/NF4/FP8/MXFP4
+# LLM exports): a Const may hold them, and a Convert decompresses them when the model loads (docs/ir-format.md,
+# section 8, "Sub-byte packing").  name -> (bits per element, the numpy dtype that carries the values: the
+# integer types in uint8 / int8, nf4 and f8e8m0 as their float32 values, the other float types as ml_dtypes'
+# type of the same format, whose conversions round as the formats define).
+STORAGE_TYPES: dict[str, tuple[int, np.dtype]] = {
+    "u1": (1, np.dtype(np.uint8)), "u2": (2, np.dtype(np.uint8)), "u3": (3, np.dtype(np.uint8)),
+    "u4": (4, np.dtype(np.uint8)), "u6": (6, np.dtype(np.uint8)), "i4": (4, np.dtype(np.int8)),
+    "nf4": (4, np.dtype(np.float32)), "f4e2m1": (4, np.dtype(ml_dtypes.float4_e2m1fn)),
+    "f8e4m3": (8, np.dtype(ml_dtypes.float8_e4m3fn)), "f8e5m2": (8, np.dtype(ml_dtypes.float8_e5m2)),
+    "f8e8m0": (8, np.dtype(np.float32)),
+}
+
+# f8e8m0's 256 codes (an exponent alone, MX formats' scales) as float32: 2 ** (code - 127), code 255 NaN -- and
+# code 0 as 0.0, not 2 ** -127: what OpenVINO's CPU plugin's Convert gives (its element type's own decoding says
+# 2 ** -127, a float32 subnormal; docs/ir-format.md, section 8).
+E8M0_TABLE = np.append(np.ldexp(1.0, np.arange(255) - 127), np.nan).astype(np.float32)
+E8M0_TABLE[0] = 0.0
+
+# NF4's 16 code points (QLoRA's normal-float table, as OpenVINO's nf4 type decodes them; 0.0 is code 7).
+NF4_TABLE = np.array([
+    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+    -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+    0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
+], np.float32)
+
+
+def storage_bytes(element_type: str, count: int) -> int:
+    """Bytes OpenVINO's writer stores `count` elements of a storage type in: u3 in groups of 8 elements per 3
+    bytes and u6 in groups of 4 per 3 bytes (whole groups), the others ceil(count * bits / 8)."""
+    if element_type == "u3":
+        return 3 * -(-count // 8)
+    if element_type == "u6":
+        return 3 * -(-count // 4)
+    return -(-count * STORAGE_TYPES[element_type][0] // 8)
+
+
+def unpack_storage(element_type: str, raw: np.ndarray, count: int) -> np.ndarray:
+    """The `count` values of a storage type from its bytes `raw` (uint8, storage_bytes long) as a 1-D array of
+    the type's carrier dtype.  Packing as OpenVINO writes it (docs/ir-format.md, section 8): u1 MSB-first; u2,
+    u4, i4, nf4, f4e2m1 LSB-first; u3 eight elements per three bytes (bytes 0-1 each element's low 2 bits, byte 2
+    its third bit, MSB-first); u6 four per three bytes (bytes 0-1 each element's low nibble, high nibble first,
+    byte 2 its top 2 bits, MSB-first)."""
+    b = raw.astype(np.uint8, copy=False)
+    if element_type == "u1":
+        return np.unpackbits(b, bitorder="big")[:count]
+    if element_type == "u2":
+        return np.stack([(b >> s) & 3 for s in (0, 2, 4, 6)], axis=1).reshape(-1)[:count]
+    if element_type == "u3":
+        g = b.reshape(-1, 3)
+        low = np.stack([(g[:, i // 4] >> (6 - 2 * (i % 4))) & 3 for i in range(8)], axis=1)
+        high = np.stack([(g[:, 2] >> (7 - i)) & 1 for i in range(8)], axis=1)
+        return (low | (high << 2)).reshape(-1)[:count].astype(np.uint8)
+    if element_type == "u6":
+        g = b.reshape(-1, 3)
+        low = np.stack([(g[:, i // 2] >> (4 if i % 2 == 0 else 0)) & 15 for i in range(4)], axis=1)
+        high = np.stack([(g[:, 2] >> (6 - 2 * i)) & 3 for i in range(4)], axis=1)
+        return (low | (high << 4)).reshape(-1)[:count].astype(np.uint8)
+    if element_type == "f8e8m0":
+        return E8M0_TABLE[b[:count]]
+    if STORAGE_TYPES[element_type][0] == 8:  # f8e4m3, f8e5m2: their bytes are ml_dtypes' values
+        return b[:count].view(STORAGE_TYPES[element_type][1])
+    nibbles = np.stack([b & 15, b >> 4], axis=1).reshape(-1)[:count].astype(np.uint8)
+    if element_type == "i4":
+        return ((nibbles.astype(np.int8) ^ 8) - 8).astype(np.int8)
+    if element_type == "nf4":
+        return NF4_TABLE[nibbles]
+    if element_type == "f4e2m1":
+        return nibbles.view(STORAGE_TYPES[element_type][1])
+    return nibbles  # u4
 
 # Port precision spelling (what the serializer writes) -> element type name.
 PRECISIONS: dict[str, str] = {

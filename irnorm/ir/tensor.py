@@ -16,6 +16,9 @@ class TensorInfo:
     shape: tuple[int, ...] | None
     dtype: str
     value: np.ndarray | None = None
+    # A constant f16/bf16 tensor of a weight-decompression chain: its values in float32, before rounding to
+    # dtype (check/types.py's decompression_in_f32)
+    wide: np.ndarray | None = None
 
     @property
     def rank(self) -> int | None:

@@ -9,7 +9,7 @@ import stat
 import numpy as np
 
 from ..errors import Diagnostic, ModelFileError, fail
-from .dtypes import ELEMENT_TYPES, MAX_RANK
+from .dtypes import ELEMENT_TYPES, MAX_RANK, STORAGE_TYPES, storage_bytes, unpack_storage
 
 
 def default_weights_path(xml_path: str) -> str:
@@ -51,13 +51,14 @@ class Weights:
         return len(self._open())
 
     def read(self, element_type: str, shape: tuple[int, ...], offset: int, size: int) -> np.ndarray:
-        dtype = ELEMENT_TYPES[element_type]
         if len(shape) > MAX_RANK:
             raise fail("IRN043", f"shape of rank {len(shape)} is over irnorm's limit of {MAX_RANK} dims")
         count = 1
         for d in shape:
             count *= d
-        need = count * dtype.itemsize
+        packed = element_type in STORAGE_TYPES  # compressed weights: unpacked below into their carrier type
+        dtype = np.dtype(np.uint8) if packed else ELEMENT_TYPES[element_type]
+        need = storage_bytes(element_type, count) if packed else count * dtype.itemsize
         # OpenVINO's writer stores a 0-element Const (e.g. empty axes) as one byte, size="1".
         if size != need and not (need == 0 and size <= 1):
             raise fail("IRN042", f"size={size} but shape {list(shape)} of {element_type} needs {need} bytes")
@@ -66,7 +67,11 @@ class Weights:
             raise fail("IRN041", f"offset={offset} size={size} reaches byte {offset + size}, "
                                  f"past the end of the weights file ({len(buf)} bytes)")
         # Copy into an aligned, writeable-safe array: offsets in a .bin carry no alignment.
-        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
+        if packed:
+            raw = np.frombuffer(buf, dtype=np.uint8, count=need, offset=offset)
+            arr = np.array(unpack_storage(element_type, raw, count).reshape(shape))
+        else:
+            arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
         arr.flags.writeable = False
         self.bytes_read += size
         return arr

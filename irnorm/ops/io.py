@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import Attr, AttrError, AttrSchema, parse_int, parse_shape
-from ..ir.dtypes import ELEMENT_TYPES, KNOWN_UNSUPPORTED
+from ..ir.dtypes import ELEMENT_TYPES, KNOWN_UNSUPPORTED, STORAGE_TYPES
 from .base import NodeContext, Op, TensorInfo, fail, register
 
 
@@ -16,6 +16,13 @@ def _element_type(text: str) -> str:
     if t.lower() in KNOWN_UNSUPPORTED:
         raise AttrError(f"element type '{t}' is not supported by irnorm", code="IRN043")
     raise AttrError(f"'{t}' is not an element type (f32, f16, bf16, f64, i64, i32, i8, u8, boolean, ...)")
+
+
+def _const_element_type(text: str) -> str:
+    """A Const's element type: the computing types, and the storage types of compressed weights (u4, i4, nf4,
+    f8e4m3, ...: ir/dtypes.py's STORAGE_TYPES), which only a Convert may read."""
+    t = text.strip()
+    return t if t in STORAGE_TYPES else _element_type(t)
 
 
 def _nonneg_int(text: str) -> int:
@@ -51,11 +58,13 @@ class Const(Op):
     version = 1
     opsets = (1, None)
     schema = AttrSchema([
-        Attr("element_type", _element_type), Attr("shape", parse_shape),
+        Attr("element_type", _const_element_type), Attr("shape", parse_shape),
         Attr("offset", _nonneg_int), Attr("size", _nonneg_int),
     ])
     inputs = (0, 0)
-    doc = "Weights read from the .bin by offset/size (bounds- and size-checked, copied to an aligned array)."
+    doc = ("Weights read from the .bin by offset/size (bounds- and size-checked, copied to an aligned array). "
+           "Compressed weights (u1, u2, u3, u4, u6, i4, nf4, f4e2m1, f8e4m3, f8e5m2, f8e8m0) are unpacked as "
+           "OpenVINO packs them, for the Convert that decompresses them at load.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         shape = ctx.attrs["shape"]
@@ -82,6 +91,9 @@ class Convert(Op):
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         x = ctx.inputs[0]
         out = TensorInfo(x.shape, ctx.attrs["destination_type"])
+        if x.dtype in STORAGE_TYPES and x.value is None:  # (check/types.py refuses other readers of these)
+            raise fail("IRN043", f"a {x.dtype} tensor is supported only as constant weights (a Const, or folded "
+                                 f"from Consts) that this Convert decompresses")
         if x.value is not None:
             out.value = convert(x.value, ELEMENT_TYPES[out.dtype])
         return [out]
