@@ -6,7 +6,8 @@ hook) and dropped right after; only the other side's values are held.  OpenVINO:
 read with ``openvino.Core.read_model``, every layer irnorm executes is added as an extra model
 output (``ov.Model.add_outputs`` on the op whose friendly name is the IR layer name), the model is
 compiled on CPU with INFERENCE_PRECISION_HINT (default f32 here; the CPU plugin's own default is
-bf16 on CPUs with bf16 support) and run once.  Adding outputs can stop the plugin fusing layers,
+bf16 on CPUs with bf16 support) and without its dynamic quantization of weight-compressed MatMuls'
+activations, and run once.  Adding outputs can stop the plugin fusing layers,
 so its intermediate values are those of the unfused layers.
 
 When the CPU plugin cannot compile or run the model with all those outputs added but can without
@@ -451,7 +452,9 @@ def openvino_layer_outputs(model: Any, feeds: Mapping[str, Any], precision: str 
     if max_runs < 2:
         raise ArgumentError(f"max_runs must be at least 2 (all outputs, then the model alone), got {max_runs}")
     notes = [f"OpenVINO {ov.get_version().split('-')[0]}"]
-    config = {"INFERENCE_PRECISION_HINT": precision}
+    # DYNAMIC_QUANTIZATION_GROUP_SIZE 0: the plugin otherwise quantizes the activations of weight-compressed
+    # MatMuls to int8 (an approximation of the model, ~1e-3 relative; docs/ir-format.md section 9)
+    config = {"INFERENCE_PRECISION_HINT": precision, "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
     if getattr(model, "variables", None):  # the CPU plugin would keep a fused attention's cache in u8 otherwise
         config["KV_CACHE_PRECISION"] = precision
     core = ov.Core()
