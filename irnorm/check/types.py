@@ -66,6 +66,10 @@ def infer_types(graph: Graph) -> None:
         for k, info in enumerate(outs):
             _check_output_port(graph, node, lay.outputs[k], info)
             node.outputs[k] = info
+    for node in nodes:  # the decompression chains' float32 values served their folding: not kept with the graph
+        for info in node.outputs:
+            if info is not None and info.wide is not None:
+                info.wide = None
 
 
 def _input_infos(graph: Graph, node: Node) -> list[TensorInfo] | None:
