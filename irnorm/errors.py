@@ -64,6 +64,7 @@ CODES: dict[str, str] = {
     "IRN090": "dangling layer: no Result consumes it",
     "IRN091": "fp16-compressed weights (Const f16 + Convert decompression); outputs differ from an f32 original",
     "IRN092": "declared precision on an input port ignored (OpenVINO ignores it too)",
+    "IRN093": "weight-compressed weights (u8/i8/u4/i4/nf4/f8... Const + Convert): decompressed at load time",
 }
 
 

@@ -68,3 +68,19 @@ def test_compressed_export_matches_openvino_live(name):
     expected = {p.get_any_name(): result[p] for p in compiled.outputs}
     got = irnorm.load(HERE / f"{name}.xml").run(feeds)
     _close(got, expected, name)
+
+
+def test_validate_and_info_name_the_compression(tmp_path):
+    """`irnorm validate` warns once (IRN093) naming the storage types; `irnorm info` lists it as a note; `irnorm
+    run` does not repeat it on stderr."""
+    import subprocess
+    import sys
+
+    xml = HERE / "llama_mxfp4.xml"
+    warnings = [d for d in irnorm.validate(xml) if d.code == "IRN093"]
+    assert len(warnings) == 1 and warnings[0].severity == "warning"
+    assert "Const(s) of f4e2m1, f8e8m0 decompressed once at load time" in warnings[0].message
+    info = subprocess.run([sys.executable, "-m", "irnorm", "info", str(xml)], capture_output=True, text=True)
+    assert info.returncode == 0 and "weight-compressed weights" in info.stdout
+    run = subprocess.run([sys.executable, "-m", "irnorm", "run", str(xml)], capture_output=True, text=True)
+    assert run.returncode == 0 and "IRN093" not in run.stderr and "output0: shape [1, 8, 32] f32" in run.stdout

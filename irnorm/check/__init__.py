@@ -65,9 +65,9 @@ def check_bodies(graph: Graph) -> None:
                 continue
             checked = check_document(body, graph.weights)
             prefix = f"in the {tag} of layer {lay.id} '{lay.name}': "
-            # (the body's own fp16-weights note would repeat the document's)
+            # (the body's own compressed-weights notes would repeat the document's)
             graph.diagnostics.extend(dataclasses.replace(d, message=prefix + d.message) for d in checked.diagnostics
-                                     if d.code != "IRN091")
+                                     if d.code not in ("IRN091", "IRN093"))
             if not checked.ok:
                 node.attrs_ok = False
             node.attrs["__" + tag] = checked

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Diagnostic, ModelFileError
+from ..ir.dtypes import STORAGE_TYPES
 from ..ir.graph import Graph, layer_diagnostic
 from ..ir.tensor import fmt_shape
 
@@ -31,6 +32,17 @@ def note_compressed_weights(graph: Graph) -> None:
         graph.diagnostics.append(layer_diagnostic(
             graph.doc, compressed[0].layer, "IRN091", f"fp16-compressed weights: {len(compressed)} Const(s) stored "
             "as f16 and decompressed once at load time; outputs differ from an f32 original", severity="warning"))
+    # weight compression (NNCF): Consts of a storage type, or u8 / i8 ones, that a Convert turns into floats
+    packed = [(n, nodes[n.sources[0][0]]) for n in nodes if n.op_type == "Convert" and n.sources
+              and n.sources[0] is not None and nodes[n.sources[0][0]].op_type == "Const"
+              and n.outputs and n.outputs[0] is not None and n.outputs[0].dtype in ("f16", "bf16", "f32")]
+    packed = [(n, c) for n, c in packed if c.outputs and c.outputs[0] is not None
+              and (c.outputs[0].dtype in STORAGE_TYPES or c.outputs[0].dtype in ("u8", "i8"))]
+    if packed:
+        types = sorted({c.outputs[0].dtype for _, c in packed})
+        graph.diagnostics.append(layer_diagnostic(
+            graph.doc, packed[0][0].layer, "IRN093", f"weight-compressed weights: {len(packed)} Const(s) of "
+            f"{', '.join(types)} decompressed once at load time (held decompressed in memory)", severity="warning"))
 
 
 def find_inputs_outputs(graph: Graph) -> None:
