@@ -1441,7 +1441,7 @@ def one_hot(indices: ArrayLike, depth: int, on_value, off_value, axis: int, norm
     return np.moveaxis(out, -1, ax)
 
 
-# ---- embedding bags and Col2Im (docs/ir-format.md, "Embedding bags" and "Col2Im") ---------------------------
+# ---- embedding bags and Col2Im (docs/ir-format.md, section 11, "Embedding bags" and "Col2Im-15") ----------
 
 
 def _bag_rows(table: np.ndarray, idx: Sequence[int], weights: np.ndarray | None, pos: Sequence[int]) -> np.ndarray:

@@ -13,7 +13,8 @@ time); ``C*kh*kw`` must be divisible by ``kh*kw``; kernel sizes must be positive
 non-negative.  OpenVINO computes that block count in unsigned arithmetic: a kernel larger than the
 padded image wraps around (with stride 1 and an overhang of one it gives 0, otherwise huge or negative
 counts, or a product of two negatives that lets L = 1 through); and a file without the attributes
-crashes its reader, which irnorm reads as the spec's defaults (docs/ir-format.md, "Col2Im").
+crashes its reader, which irnorm reads as the spec's defaults (docs/ir-format.md, section 11,
+"Col2Im-15").
 Dilation 0 is accepted as OpenVINO does (every kernel offset lands on one pixel); stride 0 is refused.
 
 The kernel is Numba (irnorm/kernels/embedding.py): one task per (n, c) plane, every pixel summing its

@@ -25,7 +25,7 @@ by ``indices`` (i32/i64); the output is ``[bags, d1, d2, ...]`` of the table's t
 Every index irnorm reads is checked first: an index outside [0, num_emb), an offset outside [0, n] or
 below its predecessor, a default_index used by an empty bag outside [0, num_emb) are run-time errors
 (IRN064).  OpenVINO's CPU plugin reads out of bounds or returns an unwritten or empty tensor for all of
-them, and for an offset equal to n and for empty packed bags too (docs/ir-format.md, "Embedding bags").
+them, and for an offset equal to n and for empty packed bags too (docs/ir-format.md, section 11, "Embedding bags").
 The kernel is Numba (irnorm/kernels/embedding.py), one parallel task per bag.
 """
 
@@ -293,8 +293,8 @@ class EmbeddingSegmentsSum(Op):
     version = 3
     opsets = (3, None)
     inputs = (4, 6)
-    doc = ("sums of emb_table rows per segment: index p goes to segment segment_ids[p] of num_segments "
-           "(ids outside are dropped); default_index for empty segments, per_sample_weights.")
+    doc = ("sums of emb_table rows per segment: index p goes to segment segment_ids[p] (sorted; ids outside "
+           "[0, num_segments) are dropped); default_index for empty segments, per_sample_weights.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
         _check_types(ctx, {2: "segment_ids", 3: "num_segments", 4: "default_index"}, 5)
