@@ -74,6 +74,10 @@ __all__ = [
     "space_to_depth",
     "swish",
     "trt_normalization",
+    "embedding_bag_offsets",
+    "embedding_bag_packed",
+    "embedding_segments_sum",
+    "col2im",
 ]
 
 
@@ -1435,3 +1439,114 @@ def one_hot(indices: ArrayLike, depth: int, on_value, off_value, axis: int, norm
         for c in range(depth):
             out[p + (c,)] = on if c == i else off
     return np.moveaxis(out, -1, ax)
+
+
+# ---- embedding bags and Col2Im (docs/ir-format.md, section 11, "Embedding bags" and "Col2Im-15") ----------
+
+
+def _bag_rows(table: np.ndarray, idx: Sequence[int], weights: np.ndarray | None, pos: Sequence[int]) -> np.ndarray:
+    acc = np.zeros(table.shape[1:], table.dtype)
+    for p in pos:
+        row = table[int(idx[p])]
+        acc = acc + (row * weights[p] if weights is not None else row)
+    return acc
+
+
+def _bag_mean(acc: np.ndarray, n: int, integer: bool) -> np.ndarray:
+    if integer:  # the sum divided truncating towards zero, as OpenVINO divides its integer sums
+        return np.sign(acc) * (np.abs(acc) // n)
+    return acc / n
+
+
+def _table64(table: ArrayLike) -> tuple[np.ndarray, bool]:
+    t = np.asarray(table)
+    integer = t.dtype.kind in "iu"
+    return (t.astype(np.int64) if integer else t.astype(np.float64)), integer
+
+
+def embedding_bag_offsets(table: ArrayLike, indices: ArrayLike, offsets: ArrayLike, default_index: int | None = None,
+                          weights: ArrayLike | None = None, reduction: str = "sum") -> np.ndarray:
+    """EmbeddingBagOffsets-15 (and EmbeddingBagOffsetsSum-3 with reduction sum): bag b reduces the rows
+    indices[offsets[b]:offsets[b+1]] (the last bag runs to the end) times the weights; an empty bag is
+    row default_index, or zeros when it is None or -1.  Integer tables: int64 sums, means truncated."""
+    t, integer = _table64(table)
+    idx = [int(v) for v in np.asarray(indices).reshape(-1)]
+    off = [int(v) for v in np.asarray(offsets).reshape(-1)] + [len(idx)]
+    w = None if weights is None else (np.asarray(weights).astype(t.dtype))
+    out = np.zeros((len(off) - 1,) + t.shape[1:], t.dtype)
+    for b in range(len(off) - 1):
+        pos = range(off[b], off[b + 1])
+        if len(pos) == 0:
+            if default_index is not None and default_index != -1:
+                out[b] = t[default_index]
+            continue
+        acc = _bag_rows(t, idx, w, pos)
+        out[b] = _bag_mean(acc, len(pos), integer) if reduction == "mean" else acc
+    return out
+
+
+def embedding_bag_packed(table: ArrayLike, indices: ArrayLike, weights: ArrayLike | None = None,
+                         reduction: str = "sum") -> np.ndarray:
+    """EmbeddingBagPacked-15 (and EmbeddingBagPackedSum-3): bag b reduces the rows indices[b, :] times the
+    weights[b, :]; bags of no indices give zeros (sum and mean)."""
+    t, integer = _table64(table)
+    idx = np.asarray(indices).astype(np.int64)
+    w = None if weights is None else np.asarray(weights).astype(t.dtype)
+    out = np.zeros((idx.shape[0],) + t.shape[1:], t.dtype)
+    for b in range(idx.shape[0]):
+        if idx.shape[1] == 0:
+            continue
+        acc = _bag_rows(t, idx[b], None if w is None else w[b], range(idx.shape[1]))
+        out[b] = _bag_mean(acc, idx.shape[1], integer) if reduction == "mean" else acc
+    return out
+
+
+def embedding_segments_sum(table: ArrayLike, indices: ArrayLike, segment_ids: ArrayLike, num_segments: int,
+                           default_index: int | None = None, weights: ArrayLike | None = None) -> np.ndarray:
+    """EmbeddingSegmentsSum-3: segment s sums the rows indices[p] (times weights[p]) of every p with
+    segment_ids[p] == s; ids outside [0, num_segments) are dropped (OpenVINO's CPU plugin); an empty
+    segment is row default_index, or zeros without one."""
+    t, _ = _table64(table)
+    idx = [int(v) for v in np.asarray(indices).reshape(-1)]
+    seg = [int(v) for v in np.asarray(segment_ids).reshape(-1)]
+    w = None if weights is None else np.asarray(weights).astype(t.dtype)
+    out = np.zeros((num_segments,) + t.shape[1:], t.dtype)
+    for s in range(num_segments):
+        pos = [p for p in range(len(idx)) if seg[p] == s]
+        if pos:
+            out[s] = _bag_rows(t, idx, w, pos)
+        elif default_index is not None:
+            out[s] = t[default_index]
+    return out
+
+
+def col2im(data: ArrayLike, output_size: Sequence[int], kernel_size: Sequence[int], strides: Sequence[int] = (1, 1),
+           dilations: Sequence[int] = (1, 1), pads_begin: Sequence[int] = (0, 0),
+           pads_end: Sequence[int] = (0, 0)) -> np.ndarray:
+    """Col2Im-15: column (c*kh + i)*kw + j of block (by, bx) of data [N, C*kh*kw, L] (or unbatched) is
+    added at pixel (by*sh - ph + i*dh, bx*sw - pw + j*dw) of [N, C, H, W] when inside; the blocks per
+    axis are (size + pads - (d*(k-1) + 1)) // s + 1 (0 when the kernel does not fit)."""
+    x = np.asarray(data)
+    integer = x.dtype.kind in "iu"
+    x = x.astype(np.int64 if integer else np.float64)
+    batched = x.ndim == 3
+    if not batched:
+        x = x[None]
+    h, w = (int(v) for v in output_size)
+    kh, kw = (int(v) for v in kernel_size)
+    nb = []
+    for d, size in enumerate((h, w)):
+        span = size + pads_begin[d] + pads_end[d] - (dilations[d] * ((kh, kw)[d] - 1) + 1)
+        nb.append(span // strides[d] + 1 if span >= 0 else 0)
+    c = x.shape[1] // (kh * kw)
+    out = np.zeros((x.shape[0], c, h, w), x.dtype)
+    for n in range(x.shape[0]):
+        for col in range(x.shape[1]):
+            ch, i, j = col // (kh * kw), (col // kw) % kh, col % kw
+            for by in range(nb[0]):
+                y = by * strides[0] - pads_begin[0] + i * dilations[0]
+                for bx in range(nb[1]):
+                    xx = bx * strides[1] - pads_begin[1] + j * dilations[1]
+                    if 0 <= y < h and 0 <= xx < w:
+                        out[n, ch, y, xx] += x[n, col, by * nb[1] + bx]
+    return out if batched else out[0]

@@ -36,6 +36,8 @@ OP_MODULES = (
     "quantize",
     "grid_sample",
     "indexing",
+    "embedding",
+    "col2im",
     "control",
     "state",
 )

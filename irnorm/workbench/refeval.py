@@ -460,6 +460,11 @@ def _structural(c: RefCall) -> list[np.ndarray]:  # Parameter / Const / Result n
 
 
 # op type -> reference function, or {op version: function} where versions differ in meaning.
+def _optional_ints(ins: list[np.ndarray], port: int) -> list[int | None]:
+    """[the scalar at `port`] when the layer has that input, else [None] (an absent default_index)."""
+    return [int(np.asarray(ins[port]).reshape(-1)[0]) if len(ins) > port else None]
+
+
 REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Parameter": _structural,
     "Const": _structural,
@@ -609,7 +614,21 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "OneHot": {1: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"))],
                16: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"),
                                         c.a("negative_indices_mode") == "normalize")]},
+    # embedding bags and Col2Im (irnorm/ops/embedding.py, irnorm/ops/col2im.py)
+    "EmbeddingBagOffsets": lambda c: [R.embedding_bag_offsets(*c.ins[:3], *_optional_ints(c.ins, 3),
+                                                              c.ins[4] if len(c.ins) > 4 else None,
+                                                              c.attrs.get("reduction", "sum"))],
+    "EmbeddingBagOffsetsSum": lambda c: [R.embedding_bag_offsets(*c.ins[:3], *_optional_ints(c.ins, 3),
+                                                                 c.ins[4] if len(c.ins) > 4 else None)],
+    "EmbeddingBagPacked": lambda c: [R.embedding_bag_packed(c.ins[0], c.ins[1], c.ins[2] if len(c.ins) > 2 else None,
+                                                            c.attrs.get("reduction", "sum"))],
+    "EmbeddingSegmentsSum": lambda c: [R.embedding_segments_sum(c.ins[0], c.ins[1], c.ins[2], _ints(c.ins[3])[0],
+                                                                *_optional_ints(c.ins, 4),
+                                                                c.ins[5] if len(c.ins) > 5 else None)],
+    "Col2Im": lambda c: [R.col2im(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]), c.a("strides"), c.a("dilations"),
+                                  c.a("pads_begin"), c.a("pads_end"))],
 }
+REFERENCES["EmbeddingBagPackedSum"] = REFERENCES["EmbeddingBagPacked"]
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 
 
