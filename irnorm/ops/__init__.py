@@ -38,6 +38,8 @@ OP_MODULES = (
     "indexing",
     "control",
     "state",
+    "bucketing",
+    "linalg",
 )
 
 

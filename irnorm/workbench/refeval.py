@@ -609,6 +609,9 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "OneHot": {1: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"))],
                16: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"),
                                         c.a("negative_indices_mode") == "normalize")]},
+    "Bucketize": lambda c: [R.bucketize(c.ins[0], c.ins[1], c.a("with_right_bound"))],
+    "SearchSorted": lambda c: [R.search_sorted(c.ins[0], c.ins[1], c.a("right_mode"))],
+    "Inverse": lambda c: [R.inverse(c.ins[0], c.a("adjoint"))],
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 
