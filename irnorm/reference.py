@@ -78,6 +78,9 @@ __all__ = [
     "embedding_bag_packed",
     "embedding_segments_sum",
     "col2im",
+    "bucketize",
+    "search_sorted",
+    "inverse",
 ]
 
 
@@ -1550,3 +1553,72 @@ def col2im(data: ArrayLike, output_size: Sequence[int], kernel_size: Sequence[in
                     if 0 <= y < h and 0 <= xx < w:
                         out[n, ch, y, xx] += x[n, col, by * nb[1] + bx]
     return out if batched else out[0]
+# ---- Bucketize-3, SearchSorted-15, Inverse-14 -----------------------------------------------------------
+
+
+def _exact(v) -> int | float:
+    """A numpy scalar as a Python int or float: Python compares those exactly (2**60 + 1 > 2.0**60)."""
+    v = np.asarray(v)
+    return int(v) if v.dtype.kind in "iub" else float(v.astype(np.float64))
+
+
+def bucketize(x: ArrayLike, buckets: ArrayLike, with_right_bound: bool = True) -> np.ndarray:
+    """Bucketize-3 (int64): per element, how many buckets lie before it -- count(b < x) when
+    with_right_bound (bucket i is (b[i-1], b[i]]), count(b <= x) otherwise -- comparing the two types'
+    values exactly.  NaN gives 0, or len(buckets) without the right bound (where OpenVINO's CPU plugin's
+    lower_bound / upper_bound put it).  Buckets must be sorted."""
+    x = np.asarray(x)
+    bs = [_exact(b) for b in np.asarray(buckets).reshape(-1)]
+    out = np.zeros(x.shape, np.int64)
+    for p in np.ndindex(*x.shape):
+        v = _exact(x[p])
+        if v != v:
+            out[p] = 0 if with_right_bound else len(bs)
+        else:
+            out[p] = sum(1 for b in bs if (b < v if with_right_bound else b <= v))
+    return out
+
+
+def search_sorted(sorted_sequence: ArrayLike, values: ArrayLike, right_mode: bool = False) -> np.ndarray:
+    """SearchSorted-15 (int64): for each value, count(s < v) -- count(s <= v) with right_mode -- over the
+    sequence's row with the value's leading indices (the whole sequence when it is 1-D).  NaN gives 0
+    (lower_bound compares with < or <=, false for NaN); an empty sequence gives 0."""
+    s = np.asarray(sorted_sequence)
+    v = np.asarray(values)
+    out = np.zeros(v.shape, np.int64)
+    for p in np.ndindex(*v.shape):
+        row = s if s.ndim == 1 else s[p[:-1]]
+        t = _exact(v[p])
+        if t != t:
+            continue
+        out[p] = sum(1 for e in row if (_exact(e) <= t if right_mode else _exact(e) < t))
+    return out
+
+
+def inverse(x: ArrayLike, adjoint: bool = False) -> np.ndarray:
+    """Inverse-14: Gauss-Jordan elimination with partial pivoting on each [N, N] matrix of [..., N, N], in
+    float64.  A matrix with an exactly zero pivot, or holding NaN or inf, gives all NaN (the spec leaves
+    it undefined; OpenVINO's CPU plugin gives inf/NaN).  adjoint gives the transpose of the inverse (the
+    spec's adjoint of a real matrix, and what OpenVINO 2026.4's CPU plugin computes)."""
+    a = _f64(x)
+    n = a.shape[-1]
+    out = np.empty(a.shape, np.float64)
+    for p in np.ndindex(*a.shape[:-2]):
+        m = [[float(a[p + (i, j)]) for j in range(n)] + [1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+        ok = all(np.isfinite(v) for row in m for v in row)
+        for k in range(n if ok else 0):
+            piv = max(range(k, n), key=lambda i, k=k: abs(m[i][k]))
+            if m[piv][k] == 0.0:
+                ok = False
+                break
+            m[k], m[piv] = m[piv], m[k]
+            d = m[k][k]
+            m[k] = [v / d for v in m[k]]
+            for i in range(n):
+                if i != k and m[i][k] != 0.0:
+                    f = m[i][k]
+                    m[i] = [vi - f * vk for vi, vk in zip(m[i], m[k], strict=True)]
+        inv = np.array([row[n:] for row in m], np.float64).reshape(n, n) if ok else np.full((n, n), np.nan)
+        out[p] = inv.T if adjoint else inv
+    return out
+

@@ -40,6 +40,8 @@ OP_MODULES = (
     "col2im",
     "control",
     "state",
+    "bucketing",
+    "linalg",
 )
 
 

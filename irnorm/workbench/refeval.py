@@ -627,6 +627,9 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
                                                                 c.ins[5] if len(c.ins) > 5 else None)],
     "Col2Im": lambda c: [R.col2im(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]), c.a("strides"), c.a("dilations"),
                                   c.a("pads_begin"), c.a("pads_end"))],
+    "Bucketize": lambda c: [R.bucketize(c.ins[0], c.ins[1], c.a("with_right_bound"))],
+    "SearchSorted": lambda c: [R.search_sorted(c.ins[0], c.ins[1], c.a("right_mode"))],
+    "Inverse": lambda c: [R.inverse(c.ins[0], c.a("adjoint"))],
 }
 REFERENCES["EmbeddingBagPackedSum"] = REFERENCES["EmbeddingBagPacked"]
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}

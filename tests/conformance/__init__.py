@@ -40,6 +40,7 @@ FAMILIES = (
     "sample",
     "indexing",
     "embedding",
+    "bucketing",
 )
 
 
