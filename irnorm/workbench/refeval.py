@@ -609,6 +609,11 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "OneHot": {1: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"))],
                16: lambda c: [R.one_hot(c.ins[0], _ints(c.ins[1])[0], c.ins[2], c.ins[3], c.a("axis"),
                                         c.a("negative_indices_mode") == "normalize")]},
+    "DFT": lambda c: [R.dft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "IDFT": lambda c: [R.dft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None, True)],
+    "RDFT": lambda c: [R.rdft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "IRDFT": lambda c: [R.irdft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "STFT": lambda c: [R.stft(c.ins[0], c.ins[1], _ints(c.ins[2])[0], _ints(c.ins[3])[0], c.a("transpose_frames"))],
 }
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}
 
