@@ -24,6 +24,10 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = [
+    "dft",
+    "irdft",
+    "rdft",
+    "stft",
     "batch_norm_inference",
     "ceiling",
     "convert",
@@ -1622,3 +1626,101 @@ def inverse(x: ArrayLike, adjoint: bool = False) -> np.ndarray:
         out[p] = inv.T if adjoint else inv
     return out
 
+# ---- Fourier transforms (DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15) --------------------------------------------
+# Textbook sums (an n x n matrix of exp(-+2 pi i jk / n) per axis), not an FFT, so that they check irnorm's
+# numpy.fft kernel independently.  Complex tensors are [..., 2] (real, imaginary) at the boundary.
+
+
+def _fit_axis(c: np.ndarray, axis: int, n: int) -> np.ndarray:
+    """The slice 0:n of an axis, or the axis zero-padded at the end to n."""
+    m = c.shape[axis]
+    if n <= m:
+        return np.take(c, np.arange(n), axis=axis)
+    pad = list(c.shape)
+    pad[axis] = n - m
+    return np.concatenate([c, np.zeros(pad, c.dtype)], axis=axis)
+
+
+def _dft_axis(c: np.ndarray, axis: int, inverse: bool) -> np.ndarray:
+    n = c.shape[axis]
+    if n == 0:
+        return c
+    k = np.arange(n)
+    w = np.exp((2j if inverse else -2j) * np.pi * np.outer(k, k) / n)
+    y = np.moveaxis(np.tensordot(np.moveaxis(c, axis, -1), w, axes=([-1], [0])), -1, axis)
+    return y / n if inverse else y
+
+
+def _axes_sizes(dims: Sequence[int], axes: Sequence[int], signal_size: Sequence[int] | None) -> tuple[list, list]:
+    r = len(dims)
+    ax = [int(a) + r if int(a) < 0 else int(a) for a in axes]
+    sizes = [dims[a] for a in ax] if signal_size is None else \
+        [dims[a] if int(s) == -1 else int(s) for a, s in zip(ax, signal_size, strict=True)]
+    return ax, sizes
+
+
+def dft(x: ArrayLike, axes: Sequence[int], signal_size: Sequence[int] | None = None,
+        inverse: bool = False) -> np.ndarray:
+    """DFT-7 / IDFT-7 of x [..., 2]: axes count the complex dims (negative from the end of those); each axis
+    is cut to signal_size or zero-padded at its end (-1 keeps it), then transformed; IDFT divides by the
+    product of the sizes."""
+    x = np.asarray(x, np.float64)
+    c = x[..., 0] + 1j * x[..., 1]
+    ax, sizes = _axes_sizes(c.shape, axes, signal_size)
+    for a, n in zip(ax, sizes, strict=True):
+        c = _dft_axis(_fit_axis(c, a, n), a, inverse)
+    return np.stack([c.real, c.imag], -1)
+
+
+def rdft(x: ArrayLike, axes: Sequence[int], signal_size: Sequence[int] | None = None) -> np.ndarray:
+    """RDFT-9: the DFT of real x (axes over all of x's dims), keeping n // 2 + 1 bins of the last axis listed
+    (0 for n = 0)."""
+    x = np.asarray(x, np.float64)
+    ax, sizes = _axes_sizes(x.shape, axes, signal_size)
+    y = dft(np.stack([x, np.zeros_like(x)], -1), ax, sizes)
+    n = sizes[-1]
+    return np.take(y, np.arange(n // 2 + 1 if n > 0 else 0), axis=ax[-1])
+
+
+def irdft(x: ArrayLike, axes: Sequence[int], signal_size: Sequence[int] | None = None) -> np.ndarray:
+    """IRDFT-9 as OpenVINO's reference computes it: inverse DFT over the other axes listed (cut / padded), then
+    the last axis listed: n = signal_size or 2 (m - 1); its first n // 2 + 1 entries (zero-padded) X_j, with
+    X_{n-j} = conj(X_j) for the rest, inverse-transformed; the real part."""
+    x = np.asarray(x, np.float64)
+    c = x[..., 0] + 1j * x[..., 1]
+    ax, sizes = _axes_sizes(c.shape, axes, signal_size)
+    if signal_size is None or int(signal_size[-1]) == -1:
+        sizes[-1] = max(2 * (c.shape[ax[-1]] - 1), 0)
+    for a, n in zip(ax[:-1], sizes[:-1], strict=True):
+        c = _dft_axis(_fit_axis(c, a, n), a, True)
+    last, n = ax[-1], sizes[-1]
+    half = _fit_axis(c, last, n // 2 + 1)
+    full = np.zeros(half.shape[:last] + (n,) + half.shape[last + 1:], complex)
+    for j in range(n):
+        if j <= n // 2:
+            full[(slice(None),) * last + (j,)] = np.take(half, j, axis=last)
+        else:
+            full[(slice(None),) * last + (j,)] = np.conj(np.take(half, n - j, axis=last))
+    return _dft_axis(full, last, True).real
+
+
+def stft(signal: ArrayLike, window: ArrayLike, frame_size: int, frame_step: int,
+         transpose_frames: bool) -> np.ndarray:
+    """STFT-15: the window centred in a frame of frame_size (zeros around it, the extra one on the right);
+    frame f = signal[..., f * step : f * step + frame_size] times it, RDFT'd:
+    [batch, frames, frame_size // 2 + 1, 2] (bins before frames when transpose_frames)."""
+    s = np.asarray(signal, np.float64)
+    w = np.asarray(window, np.float64)
+    one = s.ndim == 1
+    s = s[None] if one else s
+    padded = np.zeros(frame_size)
+    off = (frame_size - w.shape[0]) // 2
+    padded[off:off + w.shape[0]] = w
+    n_frames = (s.shape[1] - frame_size) // frame_step + 1
+    out = np.zeros((s.shape[0], n_frames, frame_size // 2 + 1, 2))
+    for b in range(s.shape[0]):
+        for f in range(n_frames):
+            out[b, f] = rdft(s[b, f * frame_step:f * frame_step + frame_size] * padded, [0])
+    if transpose_frames:
+        out = out.transpose(0, 2, 1, 3)
+    return out[0] if one else out

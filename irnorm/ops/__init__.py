@@ -42,6 +42,7 @@ OP_MODULES = (
     "state",
     "bucketing",
     "linalg",
+    "fourier",
 )
 
 

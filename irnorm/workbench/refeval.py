@@ -630,6 +630,11 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Bucketize": lambda c: [R.bucketize(c.ins[0], c.ins[1], c.a("with_right_bound"))],
     "SearchSorted": lambda c: [R.search_sorted(c.ins[0], c.ins[1], c.a("right_mode"))],
     "Inverse": lambda c: [R.inverse(c.ins[0], c.a("adjoint"))],
+    "DFT": lambda c: [R.dft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "IDFT": lambda c: [R.dft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None, True)],
+    "RDFT": lambda c: [R.rdft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "IRDFT": lambda c: [R.irdft(c.ins[0], _ints(c.ins[1]), _ints(c.ins[2]) if len(c.ins) > 2 else None)],
+    "STFT": lambda c: [R.stft(c.ins[0], c.ins[1], _ints(c.ins[2])[0], _ints(c.ins[3])[0], c.a("transpose_frames"))],
 }
 REFERENCES["EmbeddingBagPackedSum"] = REFERENCES["EmbeddingBagPacked"]
 _BY_LOWER = {k.lower(): v for k, v in REFERENCES.items()}

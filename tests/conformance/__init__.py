@@ -41,6 +41,7 @@ FAMILIES = (
     "indexing",
     "embedding",
     "bucketing",
+    "fourier",
 )
 
 
