@@ -38,6 +38,7 @@ OP_MODULES = (
     "indexing",
     "control",
     "state",
+    "shuffle",
 )
 
 
