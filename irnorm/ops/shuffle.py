@@ -22,7 +22,10 @@ GRN: ``y = x / sqrt(sum over channels (axis 1) of x^2 + bias)`` for float data o
 OpenVINO's CPU plugin does, the sum of squares is accumulated in float64 from the float32 values,
 ``sqrt(sum + bias)`` (bias kept as float32) is rounded to float32 and x is divided by it in float32
 (f16 / bf16 data is widened to float32 and the result rounded once); f64 data is computed in
-float64 throughout.  A float32 accumulation would overflow at |x| ~ 1e19, where OpenVINO does not.
+float64 throughout.  A float32 accumulation would overflow at |x| ~ 1e19, where OpenVINO does not.  Any
+finite ``bias`` is accepted, as OpenVINO accepts it (the spec asks for a positive one): 0 or a negative bias
+gives NaN where the sum does not exceed -bias.  Integer data, which OpenVINO also runs (rounding the result
+to -1, 0 or 1), is refused (IRN033): the spec types GRN's data as floating-point.
 """
 
 from __future__ import annotations
