@@ -85,6 +85,10 @@ __all__ = [
     "bucketize",
     "search_sorted",
     "inverse",
+    "shuffle_channels",
+    "space_to_batch",
+    "batch_to_space",
+    "grn",
 ]
 
 
@@ -1724,3 +1728,91 @@ def stft(signal: ArrayLike, window: ArrayLike, frame_size: int, frame_step: int,
     if transpose_frames:
         out = out.transpose(0, 2, 1, 3)
     return out[0] if one else out
+# ---- channel and batch shuffles, GRN --------------------------------------------------------------------
+
+
+def shuffle_channels(x: ArrayLike, axis: int, group: int) -> np.ndarray:
+    """ShuffleChannels-1, channel by channel: output channel a * group + g (a < C / group, g < group) along
+    `axis` is input channel g * (C / group) + a."""
+    x = np.asarray(x)
+    ax = axis % x.ndim
+    c = x.shape[ax]
+    per = c // group
+    y = np.empty_like(x)
+    for o in range(c):
+        src = (o % group) * per + o // group
+        dst_idx = [slice(None)] * x.ndim
+        src_idx = [slice(None)] * x.ndim
+        dst_idx[ax], src_idx[ax] = o, src
+        y[tuple(dst_idx)] = x[tuple(src_idx)]
+    return y
+
+
+def _block_index(offsets: Sequence[int], blocks: Sequence[int]) -> int:
+    """The linear index of a block offset (r_1, ..., r_k), r_1 slowest."""
+    lin = 0
+    for r, b in zip(offsets, blocks, strict=True):
+        lin = lin * b + r
+    return lin
+
+
+def space_to_batch(x: ArrayLike, block_shape: Sequence[int], pads_begin: Sequence[int],
+                   pads_end: Sequence[int]) -> np.ndarray:
+    """SpaceToBatch-2, element by element: output [r * N + n, q_1..q_k], with r the linear index of the
+    block offset (r_1..r_k), reads the zero-padded input at [n, q_i * B_i + r_i - pads_begin_i] (zero where
+    that falls in the padding).  block_shape[0] must be 1 and the batch is not padded."""
+    x = np.asarray(x)
+    n, *dims = x.shape
+    bs = [int(b) for b in block_shape[1:]]
+    pb = [int(p) for p in pads_begin[1:]]
+    pe = [int(p) for p in pads_end[1:]]
+    if int(block_shape[0]) != 1 or int(pads_begin[0]) or int(pads_end[0]):
+        raise ValueError("block_shape[0] must be 1 and the batch pads 0")
+    padded = [d + p + e for d, p, e in zip(dims, pb, pe, strict=True)]
+    if any(p % b for p, b in zip(padded, bs, strict=True)):
+        raise ValueError("a padded dim is not a multiple of its block")
+    q_dims = [p // b for p, b in zip(padded, bs, strict=True)]
+    y = np.zeros((n * int(np.prod(bs, dtype=np.int64)),) + tuple(q_dims), x.dtype)
+    for offsets in np.ndindex(*bs):
+        r = _block_index(offsets, bs)
+        for b in range(n):
+            for q in np.ndindex(*q_dims):
+                src = [qi * bi + ri - pi for qi, bi, ri, pi in zip(q, bs, offsets, pb, strict=True)]
+                if all(0 <= s < d for s, d in zip(src, dims, strict=True)):
+                    y[(r * n + b,) + q] = x[(b,) + tuple(src)]
+    return y
+
+
+def batch_to_space(x: ArrayLike, block_shape: Sequence[int], crops_begin: Sequence[int],
+                   crops_end: Sequence[int]) -> np.ndarray:
+    """BatchToSpace-2, element by element: output [n, j_1..j_k] reads input [r * (N / prod B) + n, f_i // B_i]
+    where f_i = j_i + crops_begin_i and r is the linear index of the offsets (f_i % B_i).  The inverse of
+    space_to_batch (crops for pads)."""
+    x = np.asarray(x)
+    n_in, *dims = x.shape
+    bs = [int(b) for b in block_shape[1:]]
+    cb = [int(c) for c in crops_begin[1:]]
+    ce = [int(c) for c in crops_end[1:]]
+    if int(block_shape[0]) != 1 or int(crops_begin[0]) or int(crops_end[0]):
+        raise ValueError("block_shape[0] must be 1 and the batch crops 0")
+    blocks = int(np.prod(bs, dtype=np.int64))
+    if n_in % blocks:
+        raise ValueError("the batch is not a multiple of the blocks' product")
+    n = n_in // blocks
+    out_dims = [d * b - p - e for d, b, p, e in zip(dims, bs, cb, ce, strict=True)]
+    if any(d < 0 for d in out_dims):
+        raise ValueError("the crops exceed a dim")
+    y = np.empty((n,) + tuple(out_dims), x.dtype)
+    for b in range(n):
+        for j in np.ndindex(*out_dims):
+            full = [ji + ci for ji, ci in zip(j, cb, strict=True)]
+            r = _block_index([f % bi for f, bi in zip(full, bs, strict=True)], bs)
+            y[(b,) + j] = x[(r * n + b,) + tuple(f // bi for f, bi in zip(full, bs, strict=True))]
+    return y
+
+
+def grn(x: ArrayLike, bias: float) -> np.ndarray:
+    """GRN-1 in float64: y = x / sqrt(sum over axis 1 of x**2 + bias) (rank 2-4)."""
+    x = _f64(x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return x / np.sqrt(np.sum(x * x, axis=1, keepdims=True) + bias)

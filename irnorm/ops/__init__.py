@@ -43,6 +43,7 @@ OP_MODULES = (
     "bucketing",
     "linalg",
     "fourier",
+    "shuffle",
 )
 
 

@@ -42,6 +42,7 @@ FAMILIES = (
     "embedding",
     "bucketing",
     "fourier",
+    "shuffle",
 )
 
 
