@@ -84,3 +84,25 @@ def test_validate_and_info_name_the_compression(tmp_path):
     assert info.returncode == 0 and "weight-compressed weights" in info.stdout
     run = subprocess.run([sys.executable, "-m", "irnorm", "run", str(xml)], capture_output=True, text=True)
     assert run.returncode == 0 and "IRN093" not in run.stderr and "output0: shape [1, 8, 32] f32" in run.stdout
+
+
+def test_folded_intermediates_hold_no_memory():
+    """Once loaded, the packed codes and the f16 steps of each decompression chain are placeholders (no memory:
+    every stride 0) -- only the constants the plan's steps read are real arrays -- and the model still runs,
+    against OpenVINO's outputs and against the float64 reference (`irnorm compare --against reference`)."""
+    import subprocess
+    import sys
+
+    name = "llama_int4_asym"
+    m = irnorm.load(HERE / f"{name}.xml")
+    g = m._plan.graph
+    kept = {id(v) for v in m._plan.constants.values()}
+    released = [o.value for n in g.nodes for o in n.outputs
+                if o is not None and o.value is not None and o.value.size > 256 and id(o.value) not in kept
+                and all(s == 0 for s in o.value.strides)]
+    assert len(released) >= 15  # the u4 codes, their f16 Converts, the Subtract / Multiply / Reshape steps
+    assert all(any(s != 0 for s in v.strides) for v in m._plan.constants.values() if v.size > 1)
+    _close(m.run(_inputs(name)), dict(np.load(HERE / f"{name}.expected.npz")), name)
+    r = subprocess.run([sys.executable, "-m", "irnorm", "compare", str(HERE / f"{name}.xml"), "--against",
+                        "reference", "--inputs", str(HERE / f"{name}.inputs.npz")], capture_output=True, text=True)
+    assert r.returncode == 0 and "no divergence" in r.stdout, r.stdout + r.stderr

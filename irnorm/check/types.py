@@ -70,6 +70,36 @@ def infer_types(graph: Graph) -> None:
         for info in node.outputs:
             if info is not None and info.wide is not None:
                 info.wide = None
+    release_folded_intermediates(graph)
+
+
+# A folded constant that only other folded layers read -- a compressed weight's f16 or packed codes, the steps of
+# its decompression -- is never read again once the graph is checked: the plan keeps the constants its steps read,
+# the reference evaluator reads those too.  Above this size its array is replaced by a placeholder of its shape
+# and type that holds no memory (the value stays "known": the layer still counts as folded everywhere; small
+# shape constants are left alone).  An fp16-compressed model then holds 4 bytes a weight instead of 6 (torchvision's
+# ResNeXt-50: peak RSS 416 -> 369 MB), an INT4 one 4 instead of 11.
+RELEASE_MIN_BYTES = 1 << 10
+
+
+def release_folded_intermediates(graph: Graph) -> None:
+    users: dict[tuple[int, int], list[Node]] = {}
+    for node in graph.nodes:
+        for src in node.sources:
+            if src is not None:
+                users.setdefault(tuple(src), []).append(node)
+    for node in graph.nodes:
+        for k, info in enumerate(node.outputs):
+            if info is None or info.value is None or np.asarray(info.value).nbytes < RELEASE_MIN_BYTES:
+                continue
+            readers = users.get((node.index, k))
+            if readers and all(_is_folded(r) for r in readers):
+                info.value = np.broadcast_to(np.zeros((), info.value.dtype), info.value.shape)
+
+
+def _is_folded(node: Node) -> bool:
+    return (node.op is not None and node.op.foldable and bool(node.outputs)
+            and all(o is not None and o.value is not None for o in node.outputs))
 
 
 def _input_infos(graph: Graph, node: Node) -> list[TensorInfo] | None:
