@@ -374,7 +374,8 @@ def test_cli_resume_after_kill_computes_only_missing_chunks(models, tmp_path):
             time.sleep(0.005)
         proc.send_signal(signal.SIGKILL)
     done = zarr.open_group(str(out), mode="r")[DONE][:]
-    assert 3 <= done.sum() < n, f"the kill did not land mid-run ({done.sum()} of {n} chunks done)"
+    # (a mark whose file the kill caught half-written reads as not done: on a loaded machine 2 of the 3 seen)
+    assert 1 <= done.sum() < n, f"the kill did not land mid-run ({done.sum()} of {n} chunks done)"
     before = _chunk_files(out, "y")
     kept = {k: v for k, v in before.items() if done[int(k.split("/")[0])]}
     r = irnorm.dask.run_zarr(models["l2s"], inp, out, chunk_rows=rows)
