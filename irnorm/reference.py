@@ -89,6 +89,9 @@ __all__ = [
     "space_to_batch",
     "batch_to_space",
     "grn",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "interpolate_pillow",
 ]
 
 
@@ -1816,3 +1819,83 @@ def grn(x: ArrayLike, bias: float) -> np.ndarray:
     x = _f64(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return x / np.sqrt(np.sum(x * x, axis=1, keepdims=True) + bias)
+# ---- BitwiseLeftShift / BitwiseRightShift, Interpolate-11's pillow modes --------------------------------
+
+
+def bitwise_left_shift(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """BitwiseLeftShift-15, element by element in Python integers: a * 2**b reduced to a's type (wraps) for
+    0 <= b < bits of the type; 0 for any other b (what shifting one bit at a time gives; the reference is
+    undefined there)."""
+    a, b = np.asarray(a), np.asarray(b)
+    bits = np.iinfo(a.dtype).bits
+    lo = int(np.iinfo(a.dtype).min)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+    out = np.empty(shape, a.dtype)
+    for idx in np.ndindex(*shape):
+        x, s = int(a[idx]), int(b[idx])
+        v = (x << s) % (1 << bits) if 0 <= s < bits else 0
+        out[idx] = v + 2 * lo if lo < 0 and v >= -lo else v  # two's complement
+    return out
+
+
+def bitwise_right_shift(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """BitwiseRightShift-15, element by element in Python integers: floor(a / 2**b) (the arithmetic shift for
+    signed types, the logical one for unsigned) for 0 <= b < bits of the type; for any other b the sign fill,
+    -1 for a negative a and 0 otherwise."""
+    a, b = np.asarray(a), np.asarray(b)
+    bits = np.iinfo(a.dtype).bits
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+    out = np.empty(shape, a.dtype)
+    for idx in np.ndindex(*shape):
+        x, s = int(a[idx]), int(b[idx])
+        out[idx] = x >> s if 0 <= s < bits else (-1 if x < 0 else 0)
+    return out
+
+
+def interpolate_pillow(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], mode: str, cube_coeff: float,
+                       int_dtype: DTypeLike | None = None) -> np.ndarray:
+    """Interpolate-11 bilinear_pillow / bicubic_pillow on (padded) data, after OpenVINO's reference
+    (interpolate_pil.hpp, Pillow's Resample.c): each axis whose size changes (at most two), the later one in
+    `axes` first, is resampled on its own.  Output j of an axis resized from n to m (scale = n / m, fs =
+    max(scale, 1)) centred at c = (j + 0.5) * scale sums the inputs i from int(c - support + 0.5) (at least 0)
+    to int(c + support + 0.5) (at most n, excluded) weighted by filter((i - c + 0.5) / fs), the weights divided
+    by their sum; support = fs (bilinear: the triangle 1 - |t|) or 2 fs (bicubic: the cubic convolution kernel
+    with a = cube_coeff).  With `int_dtype`, every pass's sums are rounded half away from zero and clamped to
+    that integer type."""
+    y = _f64(x)
+    changed = [(ax, n) for ax, n in zip(axes, sizes, strict=True) if y.shape[ax] != n]
+    assert len(changed) <= 2, "pillow modes resize at most two axes"
+    for ax, m in changed[::-1]:
+        n = y.shape[ax]
+        if m == 0:
+            y = np.zeros(y.shape[:ax] + (0,) + y.shape[ax + 1:])
+            continue
+        scale = n / m
+        fs = max(scale, 1.0)
+        support = (1.0 if mode == "bilinear_pillow" else 2.0) * fs
+        rows = []
+        for j in range(m):
+            c = (j + 0.5) * scale
+            lo, hi = max(int(c - support + 0.5), 0), min(int(c + support + 0.5), n)
+            ws = []
+            for i in range(lo, hi):
+                t = abs((i - c + 0.5) / fs)
+                if mode == "bilinear_pillow":
+                    w = 1.0 - t if t < 1.0 else 0.0
+                else:
+                    a = cube_coeff
+                    w = (((a + 2.0) * t - (a + 3.0)) * t * t + 1.0 if t < 1.0 else
+                         (((t - 5.0) * t + 8.0) * t - 4.0) * a if t < 2.0 else 0.0)
+                ws.append(w)
+            total = sum(ws)
+            row = np.zeros(y.shape[:ax] + (1,) + y.shape[ax + 1:])
+            for i, w in zip(range(lo, hi), ws, strict=True):
+                row = row + (w / total if total != 0.0 else w) * np.take(y, [i], axis=ax)
+            if int_dtype is not None:
+                info = np.iinfo(int_dtype)
+                row = np.clip(np.where(row >= 0, np.trunc(row + 0.5), np.trunc(row - 0.5)), info.min, info.max)
+            rows.append(row)
+        y = np.concatenate(rows, axis=ax)
+    return y

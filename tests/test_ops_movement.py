@@ -99,9 +99,9 @@ def test_topk_negative_k_at_run_time_is_coded(tmp_path):
      {"pad_mode": "reflect"}, "opset12", "IRN032", "reflect padding"),
     ("Pad", [("param:x", ((2, 3), "f32")), ("b", np.array([0, -1])), ("e", np.array([0, 0]))], [((2, 2), "f32")],
      {"pad_mode": "constant"}, "opset1", "IRN032", "no negative pads"),
-    ("Interpolate", [("param:x", ((1, 1, 2, 2), "f32")), ("s", np.array([2.0, 2.0], np.float32)),
-                     ("a", np.array([2, 3]))], [((1, 1, 4, 4), "f32")],
-     {"mode": "bicubic_pillow", "shape_calculation_mode": "scales"}, "opset11", "IRN023", "not supported"),
+    ("Interpolate", [("param:x", ((1, 1, 2, 2), "f32")), ("z", np.array([4, 4])),
+                     ("s", np.array([2.0, 2.0], np.float32)), ("a", np.array([2, 3]))], [((1, 1, 4, 4), "f32")],
+     {"mode": "bicubic_pillow", "shape_calculation_mode": "scales"}, "opset4", "IRN023", "not supported"),
     ("Einsum", [("param:x", ((2, 3), "f32")), ("param:z", ((4, 5), "f32"))], [((2, 5), "f32")],
      {"equation": "ij,jk->ik"}, "opset7", "IRN032", "label 'j'"),
 ])

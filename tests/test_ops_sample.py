@@ -317,8 +317,7 @@ def test_interpolate_cubic_on_integers_rounds(tmp_path):
 
 
 @pytest.mark.parametrize("attrs,fragment", [
-    ({"mode": "cubic", "shape_calculation_mode": "scales", "antialias": True}, "antialias"),
-    ({"mode": "bilinear_pillow", "shape_calculation_mode": "scales"}, "bilinear_pillow"),
+    ({"mode": "linear", "shape_calculation_mode": "scales", "antialias": True}, "antialias"),
     ({"mode": "cubic", "shape_calculation_mode": "scales", "cube_coeff": "nan"}, ""),
 ])
 def test_interpolate_cubic_refusals(tmp_path, attrs, fragment):

@@ -1,4 +1,5 @@
-"""Interpolate-4 and Interpolate-11: resize along some axes, nearest, (bi/tri)linear or cubic.
+"""Interpolate-4 and Interpolate-11: resize along some axes, nearest, (bi/tri)linear, cubic, or (Interpolate-11)
+Pillow's antialiased bilinear/bicubic resampling.
 
 * Inputs: Interpolate-4 takes data, sizes, scales, optional axes (``shape_calculation_mode`` picks
   sizes or scales); Interpolate-11 takes data, scales_or_sizes, optional axes.
@@ -10,8 +11,22 @@
   edges), cubic (OpenVINO's reference: the four neighbours ``floor(c) - 1 .. floor(c) + 2`` of the
   unclamped input coordinate ``c``, indices clamped to the edges, weighted by the cubic convolution
   coefficients of ``t = c - floor(c)`` with ``A = cube_coeff``, default -0.75; no exclude_outside,
-  which OpenVINO's Interpolate lacks).  bilinear_pillow, bicubic_pillow and antialias are refused
-  with IRN023.
+  which OpenVINO's Interpolate lacks).
+* bilinear_pillow / bicubic_pillow (Interpolate-11 only; OpenVINO refuses them in Interpolate-4, IRN023):
+  Pillow's separable resampling, as OpenVINO's reference ``interpolate_pil.hpp`` has it (docs/ir-format.md,
+  "Interpolate-11 bilinear_pillow / bicubic_pillow"): on an axis resized from ``n`` to ``m`` (``scale = n / m``)
+  output ``j`` centred at ``c = (j + 0.5) * scale`` blends the inputs ``i`` in ``[trunc(c - s + 0.5),
+  trunc(c + s + 0.5))`` (clamped to ``[0, n)``) with weights ``f((i - c + 0.5) / max(scale, 1))``
+  normalised to sum 1, where the support ``s`` is ``max(scale, 1)`` (bilinear, ``f`` the triangle) or twice
+  that (bicubic, ``f`` the cubic convolution kernel with ``a = cube_coeff``): downsampling widens the filter
+  (antialiasing).  Only the output sizes matter: ``coordinate_transformation_mode`` and the scale values are
+  ignored (beyond giving the sizes).  An axis whose size does not change is left alone; at most two axes may
+  change size (the spec's H and W; IRN032, or IRN064 at run time), the later one in ``axes`` is resampled
+  first (Pillow's horizontal pass), then the earlier.  Sums are float64; integer data is rounded half away
+  from zero and clamped to its type after each pass (as in Pillow's 8-bit images), floats are rounded to
+  their type once at the end.
+* ``antialias`` is ignored by every mode but ``linear``, where it is refused (IRN023): OpenVINO's reference
+  widens the linear filter, its CPU plugin ignores the flag.  The pillow modes antialias by construction.
 * ``pads_begin`` / ``pads_end`` pad the data with zeros first.
 
 Resizing only gathers and blends rows of the data, one axis at a time: numpy's take and a weighted
@@ -31,7 +46,7 @@ from ..ir.dtypes import FLOAT_TYPES, INT_TYPES, cast, compute_dtype
 from .base import Kernel, NodeContext, Op, TensorInfo, fail, normalize_axes, register, runtime_error
 
 MODES = ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow")
-SUPPORTED = ("nearest", "linear", "linear_onnx", "cubic")
+PILLOW = ("bilinear_pillow", "bicubic_pillow")
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 
@@ -168,6 +183,68 @@ def resize(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[float]
     return y
 
 
+def pillow_filter(t: np.ndarray, mode: str, a: float) -> np.ndarray:
+    """Pillow's filter at (scaled) distances `t`: the triangle (support 1) or the cubic convolution
+    kernel with parameter `a` (support 2)."""
+    d = np.abs(t)
+    if mode == "bilinear_pillow":
+        return np.where(d < 1.0, 1.0 - d, 0.0)
+    near = ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0
+    far = (((d - 5.0) * d + 8.0) * d - 4.0) * a
+    return np.where(d < 1.0, near, np.where(d < 2.0, far, 0.0))
+
+
+def pillow_table(n_in: int, n_out: int, mode: str, a: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, count, weights) of one axis resized from n_in (> 0) to n_out: output j blends the inputs
+    first[j] .. first[j] + count[j] - 1 with weights[j, :count[j]] (zero beyond)."""
+    scale = n_in / n_out
+    fscale = max(scale, 1.0)
+    support = (1.0 if mode == "bilinear_pillow" else 2.0) * fscale
+    ksize = int(math.ceil(support)) * 2 + 1
+    center = (np.arange(n_out, dtype=np.float64) + 0.5) * scale
+    first = np.maximum(np.trunc(center - support + 0.5), 0).astype(np.int64)
+    last = np.minimum(np.trunc(center + support + 0.5), n_in).astype(np.int64)
+    count = np.clip(last - first, 0, ksize)
+    k = np.arange(ksize, dtype=np.float64)
+    w = pillow_filter((k[None, :] + first[:, None] - center[:, None] + 0.5) / fscale, mode, a)
+    w = np.where(k[None, :] < count[:, None], w, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.where(total != 0.0, w / np.where(total != 0.0, total, 1.0), w)
+    if not (np.all(first >= 0) and np.all(first + count <= n_in)):  # by construction; never read outside
+        raise AssertionError("pillow weight table outside the data")
+    return first, count, np.ascontiguousarray(w)
+
+
+def pillow_axes(shape: tuple[int, ...], axes: list[int], sizes: list[int]) -> list[tuple[int, int]]:
+    """The (axis, size) passes of a pillow resize, in the order they run: the axes whose size changes
+    (at most two), the later one in `axes` first.  Raises ValueError for more than two."""
+    changed = [(ax, n) for ax, n in zip(axes, sizes, strict=True) if shape[ax] != n]
+    if len(changed) > 2:
+        raise ValueError(f"bilinear_pillow / bicubic_pillow resize at most two axes (H and W), but axes "
+                         f"{[ax for ax, _ in changed]} change size")
+    return changed[::-1]
+
+
+def pillow_resize(x: np.ndarray, axes: list[int], sizes: list[int], mode: str, a: float) -> np.ndarray:
+    """The pillow modes on (padded) data: float64 passes (kernels/pillow.py), integers rounded half away
+    from zero and clamped after each pass; returns float64 (the caller casts)."""
+    from ..kernels.pillow import resample_axis  # lazy: validate never imports numba
+
+    integral = x.dtype.kind in "iu"
+    low, high = (float(np.iinfo(x.dtype).min), float(np.iinfo(x.dtype).max)) if integral else (0.0, 0.0)
+    y = np.ascontiguousarray(x, dtype=np.float64)
+    for ax, n_out in pillow_axes(x.shape, axes, sizes):
+        n_in = y.shape[ax]
+        out_shape = y.shape[:ax] + (n_out,) + y.shape[ax + 1:]
+        if n_out == 0 or math.prod(out_shape) == 0:
+            y = np.zeros(out_shape, np.float64)
+            continue
+        first, count, w = pillow_table(n_in, n_out, mode, a)
+        outer, inner = math.prod(y.shape[:ax]), math.prod(y.shape[ax + 1:])
+        y = resample_axis(y.reshape(outer, n_in, inner), first, count, w, integral, low, high).reshape(out_shape)
+    return y
+
+
 class _Interpolate(Op):
     type = "Interpolate"
     sizes_input: ClassVar[int]
@@ -214,9 +291,12 @@ class _Interpolate(Op):
         if x.dtype not in FLOAT_TYPES + INT_TYPES:
             raise fail("IRN033", f"data must be numeric, got {x.dtype}")
         a = ctx.attrs
-        if a["mode"] not in SUPPORTED or a["antialias"]:
-            what = "antialias" if a["antialias"] else f"mode {a['mode']}"
-            raise fail("IRN023", f"{what} is not supported by irnorm (nearest, linear, linear_onnx and cubic are)")
+        if a["mode"] in PILLOW and self.version == 4:
+            raise fail("IRN023", f"mode {a['mode']} is not supported by Interpolate-4 (OpenVINO refuses it; "
+                                 f"Interpolate-11 has it)")
+        if a["antialias"] and a["mode"] == "linear":
+            raise fail("IRN023", "antialias with mode linear is not supported by irnorm: OpenVINO's reference widens "
+                                 "the filter, its CPU plugin ignores the flag (the other modes ignore it)")
         if x.shape is None:
             return [TensorInfo(None, x.dtype)]
         vals = [i.value for i in ctx.inputs[1:]]
@@ -224,6 +304,10 @@ class _Interpolate(Op):
         r = len(x.shape)
         pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
         out = [d if d == -1 else d + b + e for d, b, e in zip(x.shape, pb, pe, strict=True)]
+        if a["mode"] in PILLOW:
+            changed = [ax for ax, n in zip(axes, sizes, strict=True) if n != -1 and out[ax] != -1 and out[ax] != n]
+            if len(changed) > 2:
+                raise fail("IRN032", f"{a['mode']} resizes at most two axes (H and W), but axes {changed} change size")
         for ax, s in zip(axes, sizes, strict=True):
             out[ax] = s
         return [TensorInfo(tuple(out), x.dtype)]
@@ -258,6 +342,12 @@ class _Interpolate(Op):
                 fn = nearest[key] = nearest_plan(x.shape, x.dtype, axes, sizes, scales, a)
                 return [fn(x)]
             xp = np.pad(x, list(zip(pb, pe, strict=True))) if any(pb) or any(pe) else x
+            if a["mode"] in PILLOW:
+                try:
+                    y = pillow_resize(xp, axes, sizes, a["mode"], float(a["cube_coeff"]))
+                except ValueError as e:
+                    raise runtime_error(layer, str(e)) from None
+                return [np.ascontiguousarray(cast(y, x.dtype))]
             if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
                 cdt = compute_dtype(x.dtype)
                 y = resize(xp.astype(cdt, copy=False), axes, sizes, scales, a)
@@ -277,7 +367,7 @@ class Interpolate4(_Interpolate):
     sizes_input, scales_input, axes_input = 1, 2, 3
     schema = AttrSchema(_attrs())
     doc = ("resize: data, sizes, scales, optional axes; nearest (5 rounding modes), linear/linear_onnx or cubic; the "
-           "coordinate transforms exports use; pads.")
+           "coordinate transforms exports use; pads; antialias ignored (refused with linear).")
 
 
 @register
@@ -287,5 +377,6 @@ class Interpolate11(_Interpolate):
     inputs = (2, 3)
     sizes_input, scales_input, axes_input = 1, 1, 2
     schema = AttrSchema(_attrs())
-    doc = "Interpolate-4 with one scales_or_sizes input (shape_calculation_mode says which)."
+    doc = ("Interpolate-4 with one scales_or_sizes input (shape_calculation_mode says which), plus bilinear_pillow / "
+           "bicubic_pillow (Pillow's antialiased separable resampling, at most two resized axes).")
 

@@ -1,6 +1,6 @@
 """Comparison, logic, bitwise, modulo and selection ops: FloorMod-1, Mod-1, Equal-1, NotEqual-1, Less-1,
-LessEqual-1, Greater-1, GreaterEqual-1, LogicalAnd/Or/Xor/Not-1, BitwiseAnd/Or/Xor/Not-13, Select-1,
-IsNaN-10, IsInf-10, IsFinite-10.
+LessEqual-1, Greater-1, GreaterEqual-1, LogicalAnd/Or/Xor/Not-1, BitwiseAnd/Or/Xor/Not-13,
+BitwiseLeftShift/BitwiseRightShift-15, Select-1, IsNaN-10, IsInf-10, IsFinite-10.
 
 These run as numpy ufuncs on the (broadcast) operands, not as Numba kernels: numpy's comparison,
 logical, bitwise and ``where`` loops are vectorised C already, and in real networks these ops sit on
@@ -21,6 +21,12 @@ Semantics (OpenVINO 2026.4):
   run time, IRN032 in a constant subgraph).  Boolean data is refused.
 * ``LogicalAnd/Or/Xor/Not`` take boolean tensors only; ``BitwiseAnd/Or/Xor/Not`` take integer or boolean
   tensors (``BitwiseNot`` of a boolean is logical not).
+* ``BitwiseLeftShift`` / ``BitwiseRightShift`` (torch's ``<<`` / ``>>``) take integer tensors of one type (i8..i64,
+  u8..u64; not boolean, as OpenVINO).  For a shift amount ``b`` in ``[0, bits)`` of the type: ``a << b`` keeps
+  the low bits (wraps), ``a >> b`` is arithmetic for signed types (the sign fills in: -5 >> 1 = -3) and
+  logical for unsigned ones.  Outside that range (``b < 0`` or ``b >= bits``), where C++ and so the spec's
+  reference are undefined: ``<<`` gives 0 and ``>>`` gives the sign fill (-1 for a negative signed ``a``, 0
+  otherwise), what shifting one bit at a time gives, as torch and numpy do.
 * ``Select(cond, then, else)``: ``cond`` is boolean, ``then``/``else`` share any element type; with
   ``numpy`` the three shapes broadcast together, with ``none`` they must be equal.
 * ``IsNaN``, ``IsFinite`` and ``IsInf`` (``detect_negative``/``detect_positive``, default true) take floats
@@ -29,8 +35,12 @@ Semantics (OpenVINO 2026.4):
 OpenVINO's CPU plugin (2026.4) departs from its reference here; irnorm follows the reference:
 ``Greater``/``GreaterEqual`` are true when an operand is NaN; f64 models run in f32 with +-inf saturated
 to +-FLT_MAX (so f64 ``IsInf``/``IsFinite`` miss infinities and ``FloorMod`` by an infinite f64 divisor
-differs); i64 bitwise ops are computed in i32.  An integer divisor of 0 gives INT_MIN in the CPU plugin and
-in the ``FloorMod`` reference, and kills the process (SIGFPE) in the ``Mod`` reference; irnorm reports it.
+differs); i64 bitwise ops are computed in i32.  Its shifts (docs/ir-format.md, "BitwiseLeftShift-15 /
+BitwiseRightShift-15") run every type as i32 with the x86 shift count ``b & 31``: i64/u64 wrap to their low
+32 bits and come back sign-extended, u32 shifts right arithmetically, and a count outside ``[0, 32)`` is
+taken modulo 32; i8..u16 and i32 agree with irnorm for every count in ``[0, 32)``.  An integer divisor of 0
+gives INT_MIN in the CPU plugin and in the ``FloorMod`` reference, and kills the process (SIGFPE) in the ``Mod``
+reference; irnorm reports it.
 """
 
 from __future__ import annotations
@@ -189,6 +199,36 @@ _BIT_DOC = "; integer or boolean inputs of one type, auto_broadcast numpy (defau
 BitwiseAnd = _binary("BitwiseAnd", np.bitwise_and, "a & b" + _BIT_DOC, _BITS, "integer or boolean", False, 13, 13)
 BitwiseOr = _binary("BitwiseOr", np.bitwise_or, "a | b" + _BIT_DOC, _BITS, "integer or boolean", False, 13, 13)
 BitwiseXor = _binary("BitwiseXor", np.bitwise_xor, "a ^ b" + _BIT_DOC, _BITS, "integer or boolean", False, 13, 13)
+
+
+
+def _shift_range(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    bits = np.iinfo(a.dtype).bits
+    inside = (b >= 0) & (b < bits)
+    return inside, np.where(inside, b, 0).astype(a.dtype), bits
+
+
+def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a << b in a's type (wrapping); 0 where b is outside [0, bits)."""
+    a, b = np.asarray(a), np.asarray(b)
+    inside, count, _ = _shift_range(a, b)
+    return np.asarray(np.where(inside, np.left_shift(a, count), 0).astype(a.dtype))
+
+
+def shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a >> b (arithmetic for signed types); the sign fill (-1 or 0) where b is outside [0, bits)."""
+    a, b = np.asarray(a), np.asarray(b)
+    inside, count, _ = _shift_range(a, b)
+    fill = np.where(a < 0, -1, 0).astype(a.dtype) if a.dtype.kind == "i" else np.zeros((), a.dtype)
+    return np.asarray(np.where(inside, np.right_shift(a, count), fill).astype(a.dtype))
+
+
+_SHIFT_DOC = ("; integer inputs of one type (not boolean), a shift amount outside [0, bits) gives {}; auto_broadcast "
+              "numpy (default) or none.")
+BitwiseLeftShift = _binary("BitwiseLeftShift", shift_left, "a << b (wraps)" + _SHIFT_DOC.format("0"), INT_TYPES,
+                           "integer", False, 15, 15)
+BitwiseRightShift = _binary("BitwiseRightShift", shift_right, "a >> b (arithmetic for signed types)"
+                            + _SHIFT_DOC.format("the sign fill (-1 or 0)"), INT_TYPES, "integer", False, 15, 15)
 
 _NUM = FLOAT_TYPES + INT_TYPES
 Mod = _binary("Mod", mod, "truncated remainder (sign of the dividend): x - trunc(x / y) y; float or integer, "

@@ -258,6 +258,9 @@ def _interpolate(c: RefCall) -> list[np.ndarray]:
     pb, pe = a["pads_begin"] or [0] * r, a["pads_end"] or [0] * r
     xp = np.pad(x, list(zip(pb, pe, strict=True)))
     axes, sizes, scales = op._plan(x.shape, a, [None, *c.ins[1:]])
+    if a["mode"] in ("bilinear_pillow", "bicubic_pillow"):
+        return [R.interpolate_pillow(xp, axes, sizes, a["mode"], a["cube_coeff"],
+                                     x.dtype if x.dtype.kind in "iu" else None)]
     return [R.interpolate(xp, axes, sizes, scales, a["mode"], a["coordinate_transformation_mode"],
                           a["nearest_mode"], a["cube_coeff"])]
 
@@ -524,7 +527,8 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
         ("Equal", np.equal), ("NotEqual", np.not_equal), ("Less", np.less), ("LessEqual", np.less_equal),
         ("Greater", np.greater), ("GreaterEqual", np.greater_equal), ("LogicalAnd", np.logical_and),
         ("LogicalOr", np.logical_or), ("LogicalXor", np.logical_xor), ("BitwiseAnd", np.bitwise_and),
-        ("BitwiseOr", np.bitwise_or), ("BitwiseXor", np.bitwise_xor), ("Mod", R.mod), ("FloorMod", R.floor_mod))},
+        ("BitwiseOr", np.bitwise_or), ("BitwiseXor", np.bitwise_xor), ("Mod", R.mod), ("FloorMod", R.floor_mod),
+        ("BitwiseLeftShift", R.bitwise_left_shift), ("BitwiseRightShift", R.bitwise_right_shift))},
     "LogicalNot": lambda c: [np.logical_not(c.ins[0])],
     "BitwiseNot": lambda c: [np.invert(c.ins[0])],
     "IsNaN": lambda c: [np.isnan(c.ins[0])],

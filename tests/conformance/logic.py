@@ -208,6 +208,49 @@ ROWS = (
 )
 
 
+# ---- BitwiseLeftShift / BitwiseRightShift -----------------------------------------------------------
+
+SHIFT_INTS = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+                                         np.uint64))
+
+
+def cpu_shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    """What OpenVINO 2026.4's CPU plugin computes (checked on every type against the plugin): the data wrapped
+    to 32 bits (types narrower than 32 bits widened, wider ones cut to their low 32 bits), shifted as i32 by
+    the x86 count b & 31, then narrowed (or sign-extended) back to the type."""
+    a32 = a.astype(np.int32) if a.dtype.itemsize < 4 else a.astype(np.uint64).astype(np.uint32).view(np.int32) \
+        if a.dtype.itemsize == 8 else a.view(np.int32)
+    s = (b.astype(np.int64) & 31).astype(np.int32)
+    with np.errstate(over="ignore"):
+        r = np.left_shift(a32, s) if left else np.right_shift(a32, s)
+        return r.astype(a.dtype) if a.dtype.itemsize < 8 else r.astype(np.int64).astype(a.dtype)
+
+
+def _shift_case(rng, left: bool) -> Case:
+    sa, sb, mode = broadcast_pair(rng)
+    dt = _pick(rng, SHIFT_INTS)
+    info = np.iinfo(dt)
+    a = _bits(rng, sa, dt) if rng.random() < 0.5 else rng.integers(max(info.min, -40), 41, size=sa).astype(dt)
+    b = rng.integers(0, info.bits, size=sb)
+    if rng.random() < 0.3 and b.size:  # counts outside [0, bits): negative (signed types), bits, beyond
+        odd = rng.integers(-3 if info.min < 0 else info.bits, info.bits + 70, size=sb)
+        b = np.where(rng.random(sb) < 0.4, odd, b)
+    b = np.clip(b, info.min, info.max).astype(dt)
+    exact = R.bitwise_left_shift(a, b) if left else R.bitwise_right_shift(a, b)
+    odd = "" if np.array_equal(cpu_shift(*np.broadcast_arrays(a, b), left), exact) else \
+        "the CPU plugin shifts in i32 by b & 31 (docs/ir-format.md)"
+    return Case((a, b), {"auto_broadcast": mode}, params=(0, 1) if rng.random() < 0.7 else (0,),
+                dynamic=bool(rng.integers(2)), label=f"{dt.name} {list(sa)} {list(sb)} {mode}", not_openvino=odd)
+
+
+ROWS += [
+    Row("BitwiseLeftShift-15", "opset15", lambda rng: _shift_case(rng, True),
+        lambda c: [R.bitwise_left_shift(*c.inputs)], _ov_binary("opset15", "bitwise_left_shift"), cases=16),
+    Row("BitwiseRightShift-15", "opset15", lambda rng: _shift_case(rng, False),
+        lambda c: [R.bitwise_right_shift(*c.inputs)], _ov_binary("opset15", "bitwise_right_shift"), cases=16),
+]
+
+
 def _bits(rng, shape, dt):
     """Full-range integers (every bit matters) or booleans."""
     if dt == BOOL:

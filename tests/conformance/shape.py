@@ -112,6 +112,8 @@ def _range(rng):
 
 
 def _interp(rng):
+    if rng.random() < 0.4:
+        return _interp_pillow(rng)
     x = floats(rng, (1, 2) + shape(rng, 2, 2, 6), (np.float32, np.float16, np.float64)[int(rng.integers(3))])
     mode = str(rng.choice(["nearest", "linear_onnx"]))
     tr = str(rng.choice(["half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"]
@@ -124,7 +126,42 @@ def _interp(rng):
                 label=f"{mode} {tr} {scales} {attrs['nearest_mode']}")
 
 
+def _interp_pillow(rng):
+    """bilinear_pillow / bicubic_pillow: NCHW or NHWC, down- and upsampling, every data type OpenVINO takes
+    (integers round after each pass); cube_coeff other than -0.5 only against the oracle (the CPU plugin's
+    pillow kernel always uses -0.5)."""
+    dt = np.dtype((np.float32, np.float16, np.float64, np.uint8, np.int8, np.int32)[int(rng.integers(6))])
+    nhwc = bool(rng.integers(2))
+    hw = shape(rng, 2, 1, 9)
+    dims = (1,) + hw + (2,) if nhwc else (2, 2) + hw
+    x = floats(rng, dims, np.float64, 40.0, 60.0) if dt.kind in "iu" else floats(rng, dims, dt)
+    if dt.kind in "iu":
+        x = np.clip(np.round(x), np.iinfo(dt).min, np.iinfo(dt).max).astype(dt)
+    axes = [1, 2] if nhwc else [2, 3]
+    scales = [float(rng.choice([0.25, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])) for _ in range(2)]
+    sizes = [int(np.floor(d * sc + 1e-5)) or 1 for d, sc in zip(hw, scales, strict=True)]
+    mode = str(rng.choice(["bilinear_pillow", "bicubic_pillow"]))
+    cube = -0.5 if rng.random() < 0.75 else -0.75
+    attrs = {"mode": mode, "shape_calculation_mode": "sizes", "coordinate_transformation_mode": "pytorch_half_pixel",
+             "nearest_mode": "floor", "antialias": bool(rng.integers(2)), "pads_begin": [0, 0, 0, 0],
+             "pads_end": [0, 0, 0, 0], "cube_coeff": cube}
+    odd = ""
+    if mode == "bicubic_pillow" and cube != -0.5:
+        odd = "the CPU plugin's pillow kernel ignores cube_coeff (a = -0.5)"
+    elif dt.kind in "iu" and dt.itemsize == 4:
+        odd = "the CPU plugin rounds i32 pillow sums once, at the end"
+    elif dt.kind in "iu":
+        odd = "the CPU plugin's float32 weights round some 8-bit sums near .5 the other way"
+    return Case((x, np.array(sizes, np.int64), np.array(axes, np.int64)), attrs, dynamic=_dyn(rng),
+                label=f"{mode} {dt.name} {list(x.shape)} -> {sizes} axes {axes} a={cube}", not_openvino=odd)
+
+
 def _interp_ref(c: Case):
+    if c.attrs["mode"] in ("bilinear_pillow", "bicubic_pillow"):
+        x, sizes, axes = c.inputs
+        return [R.interpolate_pillow(x, [int(a) for a in axes], [int(s) for s in sizes], c.attrs["mode"],
+                                     c.attrs["cube_coeff"], x.dtype if x.dtype.kind in "iu" else None
+                                     ).astype(x.dtype if x.dtype.kind in "iu" else np.float64)]
     x, scales, axes = c.inputs
     sizes = [int(np.floor(x.shape[a] * float(s) + 1e-5)) for a, s in zip(axes, scales, strict=True)]
     return [R.interpolate(x, [int(a) for a in axes], sizes, [float(s) for s in scales], c.attrs["mode"],
@@ -182,9 +219,11 @@ ROWS = [
     Row("Range-4", "opset4", _range, lambda c: [R.range_(*(float(v) for v in c.inputs))],
         lambda n, c: _mod("opset4").range(*n)),
     Row("Interpolate-11", "opset11", _interp, _interp_ref,
-        lambda n, c: _mod("opset11").interpolate(n[0], n[1], c.attrs["mode"], "scales", axes=n[2],
+        lambda n, c: _mod("opset11").interpolate(n[0], n[1], c.attrs["mode"], c.attrs["shape_calculation_mode"],
+                                                 axes=n[2],
                                                  coordinate_transformation_mode=c.attrs["coordinate_transformation_mode"],
-                                                 nearest_mode=c.attrs["nearest_mode"])),
+                                                 nearest_mode=c.attrs["nearest_mode"], antialias=c.attrs["antialias"],
+                                                 cube_coeff=c.attrs["cube_coeff"]), cases=24),
     Row("Einsum-7", "opset7", _einsum, lambda c: [R.einsum(c.attrs["equation"], *c.inputs)],
         lambda n, c: _mod("opset7").einsum(n, c.attrs["equation"])),
 ]
