@@ -34,6 +34,7 @@ __all__ = [
     "convolution",
     "convolution_backprop_data",
     "group_convolution_backprop_data",
+    "deformable_convolution",
     "depth_to_space",
     "eye",
     "group_convolution",
@@ -1898,4 +1899,62 @@ def interpolate_pillow(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], 
                 row = np.clip(np.where(row >= 0, np.trunc(row + 0.5), np.trunc(row - 0.5)), info.min, info.max)
             rows.append(row)
         y = np.concatenate(rows, axis=ax)
+def deformable_convolution(x: ArrayLike, offsets: ArrayLike, w: ArrayLike, mask: ArrayLike | None,
+                           strides: Sequence[int], pads_begin: Sequence[int], pads_end: Sequence[int],
+                           dilations: Sequence[int], auto_pad: str = "explicit", group: int = 1,
+                           deformable_group: int = 1, bilinear_interpolation_pad: bool = False,
+                           neg_zero_reads: bool = False) -> np.ndarray:
+    """DeformableConvolution-1/8, 2-D, as OpenVINO's CPU plugin computes it (docs/ir-format.md, section 11,
+    "DeformableConvolution"): x [N, C, H, W], offsets [N, 2*DG*K, Ho, Wo] ((y, x) per tap k = i*kw + j of
+    deformable group dg = c // (C/DG)), w [O, C/G, kh, kw], mask [N, DG*K, Ho, Wo] or None (ones).
+    Tap position (oy*sh - pb + i*dh + dy, ox*sw - pb + j*dw + dx).  Without the pad flag a tap is sampled when
+    0 <= y < H and 0 <= x < W (corners floor and min(ceil, size-1)); a NaN coordinate with the other inside
+    gives NaN.  With it, when -1 < y < H and -1 < x < W (corners floor and floor+1, outside ones read 0), a NaN
+    one is not sampled.  Corner weights (1-l or l) products times the mask; a zero weight is not read (a -0.0
+    one is when `neg_zero_reads`).  Then a grouped convolution of the samples with w."""
+    x, off, w = _f64(x), _f64(offsets), _f64(w)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    kk = kh * kw
+    pads = [_conv_pads(x.shape[2 + i], w.shape[2 + i], strides[i], dilations[i], pads_begin[i] if pads_begin else 0,
+                       pads_end[i] if pads_end else 0, auto_pad) for i in range(2)]
+    ho = (h + sum(pads[0]) - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    wo = (wd + sum(pads[1]) - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    m = np.ones((n, deformable_group * kk, ho, wo)) if mask is None else _f64(mask)
+    per_dg = c // deformable_group
+    cols = np.zeros((n, c, kk, ho, wo))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for b, ch, i, j, oy, ox in np.ndindex(n, c, kh, kw, ho, wo):
+            dg, k = ch // per_dg, i * kw + j
+            py = oy * strides[0] - pads[0][0] + i * dilations[0] + off[b, 2 * (dg * kk + k), oy, ox]
+            px = ox * strides[1] - pads[1][0] + j * dilations[1] + off[b, 2 * (dg * kk + k) + 1, oy, ox]
+            if bilinear_interpolation_pad:
+                if not (-1 < py < h and -1 < px < wd):
+                    continue
+                y0, x0 = int(np.floor(py)), int(np.floor(px))
+                y1, x1 = y0 + 1, x0 + 1
+            else:
+                if py < 0 or py >= h or px < 0 or px >= wd:
+                    continue
+                if np.isnan(py) or np.isnan(px):
+                    cols[b, ch, k, oy, ox] = np.nan
+                    continue
+                y0, x0 = int(np.floor(py)), int(np.floor(px))
+                y1, x1 = min(int(np.ceil(py)), h - 1), min(int(np.ceil(px)), wd - 1)
+            ly, lx = py - np.floor(py), px - np.floor(px)
+            hy, hx = (1 - ly if y0 >= 0 else 0.0), (1 - lx if x0 >= 0 else 0.0)
+            ly, lx = (ly if y1 < h else 0.0), (lx if x1 < wd else 0.0)
+            mk = m[b, dg * kk + k, oy, ox]
+            v = 0.0
+            for wt, yy, xx in ((hy * hx * mk, y0, x0), (ly * hx * mk, y1, x0), (hy * lx * mk, y0, x1),
+                               (ly * lx * mk, y1, x1)):
+                if wt != 0 or (neg_zero_reads and np.signbit(wt)):
+                    v += wt * x[b, ch, min(max(yy, 0), h - 1), min(max(xx, 0), wd - 1)]
+            cols[b, ch, k, oy, ox] = v
+    og = o // group
+    y = np.zeros((n, o, ho, wo))
+    for gi in range(group):
+        part = cols[:, gi * cg:(gi + 1) * cg].reshape(n, cg * kk, ho * wo)
+        y[:, gi * og:(gi + 1) * og] = np.einsum("ok,nkp->nop", w[gi * og:(gi + 1) * og].reshape(og, cg * kk),
+                                                part).reshape(n, og, ho, wo)
     return y

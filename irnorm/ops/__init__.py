@@ -35,6 +35,7 @@ OP_MODULES = (
     "roi",
     "quantize",
     "grid_sample",
+    "deformable_conv",
     "indexing",
     "embedding",
     "col2im",

@@ -561,6 +561,9 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "Range": lambda c: [R.range_(*(float(np.asarray(v).reshape(-1)[0]) for v in c.ins))],
     "Einsum": lambda c: [R.einsum(c.a("equation"), *c.ins)],
     "FakeQuantize": lambda c: [R.fake_quantize(*c.ins, c.a("levels"))],
+    "DeformableConvolution": lambda c: [R.deformable_convolution(
+        c.ins[0], c.ins[1], c.ins[2], c.ins[3] if len(c.ins) > 3 else None, *_conv_attrs(c), c.a("group"),
+        c.a("deformable_group"), bool(c.attrs.get("bilinear_interpolation_pad", False)), c.a("group") == 1)],
     "GridSample": lambda c: [R.grid_sample(c.ins[0], c.ins[1], c.a("mode"), c.a("padding_mode"),
                                            c.a("align_corners"))],
     "ReduceMean": _reduce_ref("mean"),

@@ -43,6 +43,7 @@ FAMILIES = (
     "bucketing",
     "fourier",
     "shuffle",
+    "deformable",
 )
 
 
