@@ -37,6 +37,7 @@ OP_MODULES = (
     "grid_sample",
     "indexing",
     "control",
+    "loops",
     "state",
 )
 
