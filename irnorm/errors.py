@@ -19,7 +19,7 @@ CODES: dict[str, str] = {
     "IRN003": "unsafe XML construct refused (DTD, entity, XInclude, external reference)",
     "IRN004": "file exceeds a reader limit (size, nesting depth, attribute length)",
     "IRN005": "not an IR document (root is not <net>, or unsupported IR version)",
-    "IRN006": "unsupported construct (Loop / TensorIterator bodies, legacy pre-process block)",
+    "IRN006": "unsupported construct (a sub-graph on a layer that cannot have one, legacy pre-process block)",
     # structure
     "IRN010": "layer is missing a mandatory attribute (id, name, type, version) or has a malformed one",
     "IRN011": "duplicate layer id",

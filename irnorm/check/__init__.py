@@ -7,9 +7,9 @@ Diagnostic (all of them, not only the first).  The passes, in order:
 per layer (``irnorm.check.layers``): ``resolve_operation`` (type and opset -> a registered op),
 ``parse_attributes`` (typed, against the op's schema), ``check_arity`` (port counts);
 then the layers are connected (``irnorm.ir.graph.connect``: edges, cycles, execution order) and
-over the graph: ``open_weights``, ``check_bodies`` (an If's two sub-graphs, each checked as a document of its
-own by these same passes), ``infer_types`` (each op's shape/type rule, declared dims and
-precisions, constant folding, absurd sizes; ``irnorm.check.types``), ``note_compressed_weights``,
+over the graph: ``open_weights``, ``check_bodies`` (an If's two sub-graphs, a TensorIterator's or Loop's one, each
+checked as a document of its own by these same passes), ``infer_types`` (each op's shape/type rule, declared dims
+and precisions, constant folding, absurd sizes; ``irnorm.check.types``), ``note_compressed_weights``,
 ``find_inputs_outputs``, ``guard_unchecked`` and ``check_reachability`` (``irnorm.check.structure``).
 
 Nothing here imports Numba: ``irnorm validate`` stays fast.  (Constant folding may build a
@@ -40,26 +40,40 @@ GraphPass = Callable[[Graph], None]
 
 
 
+def port_map_tag(tag: str) -> str:
+    """The port map that goes with a body: then_body -> then_port_map, body -> port_map."""
+    return "port_map" if tag == "body" else tag.replace("_body", "_port_map")
+
+
 def check_bodies(graph: Graph) -> None:
-    """An If's <then_body> / <else_body> are checked as documents of their own (same passes, same weights
-    file); each checked body Graph and its port map go into the layer's attributes as ``__then_body`` /
-    ``__then_port_map`` (``__``: not an attribute of the file, so not shown as one), where the op's rule and
+    """An If's <then_body> / <else_body>, a TensorIterator's or Loop's <body> are checked as documents of their
+    own (same passes, same weights file); each checked body Graph and its port map go into the layer's
+    attributes as ``__then_body`` / ``__then_port_map`` (``__body`` / ``__port_map``, and ``__back_edges`` for
+    TensorIterator and Loop; ``__``: not an attribute of the file, so not shown as one), where the op's rule and
     kernel find them.  A body's diagnostics are reported in the file, prefixed with where the body sits; a
-    layer with a body it cannot have (TensorIterator, Loop: IRN006 from the reader) or without one it needs
-    is refused."""
+    layer with a body, port map or back edges it cannot have (IRN006) or without one it needs (IRN010) is
+    refused."""
     for node in graph.nodes:
         lay = node.layer
-        if node.op is None or not (lay.bodies or lay.port_maps or getattr(node.op, "bodies", ())):
+        if node.op is None or not (lay.bodies or lay.port_maps or lay.back_edges is not None
+                                   or getattr(node.op, "bodies", ())):
             continue
         wanted = getattr(node.op, "bodies", ())
-        for tag in sorted(set(lay.bodies) - set(wanted)):
+        loops = getattr(node.op, "back_edges", False)
+        stray = [f"<{t}>" for t in sorted(set(lay.bodies) - set(wanted))]
+        stray += [f"<{t}>" for t in sorted(set(lay.port_maps) - {port_map_tag(t) for t in wanted})]
+        if lay.back_edges is not None and not loops:
+            stray.append("<back_edges>")
+        for what in stray:
             graph.diagnostics.append(layer_diagnostic(graph.doc, lay, "IRN006", f"a {lay.type} layer cannot have "
-                                                                                f"a <{tag}>"))
+                                                                                f"a {what}"))
             node.attrs_ok = False
+        if loops:
+            node.attrs["__back_edges"] = list(lay.back_edges or [])
         for tag in wanted:
-            body, port_map = lay.bodies.get(tag), lay.port_maps.get(tag.replace("_body", "_port_map"))
+            body, port_map = lay.bodies.get(tag), lay.port_maps.get(port_map_tag(tag))
             if body is None or port_map is None:
-                missing = f"<{tag}>" if body is None else f"<{tag.replace('_body', '_port_map')}>"
+                missing = f"<{tag}>" if body is None else f"<{port_map_tag(tag)}>"
                 graph.diagnostics.append(layer_diagnostic(graph.doc, lay, "IRN010", f"{lay.type} needs {missing}"))
                 node.attrs_ok = False
                 continue
@@ -71,7 +85,7 @@ def check_bodies(graph: Graph) -> None:
             if not checked.ok:
                 node.attrs_ok = False
             node.attrs["__" + tag] = checked
-            node.attrs["__" + tag.replace("_body", "_port_map")] = port_map
+            node.attrs["__" + port_map_tag(tag)] = port_map
 
 
 GRAPH_PASSES: tuple[GraphPass, ...] = (

@@ -31,6 +31,7 @@ MAX_DIM = (1 << 63) - 1
 # ASCII digits only: str.isdigit() and int() also accept '²', '٨' and '1_0'.
 _UINT_RE = re.compile(r"^[0-9]+$")
 _DIM_RE = re.compile(r"^[+-]?[0-9]+$")
+_PORT_RE = re.compile(r"^(?:-1|[0-9]{1,18})$")
 
 XINCLUDE_NS = ("http://www.w3.org/2001/XInclude", "http://www.w3.org/2003/XInclude")
 
@@ -48,12 +49,25 @@ class PortRecord:
 
 @dataclass
 class PortMapRecord:
-    """One ``<input>`` / ``<output>`` entry of an If's ``<then_port_map>`` / ``<else_port_map>``: the If's
-    port id and the body layer (a Parameter or a Result) it maps to."""
+    """One ``<input>`` / ``<output>`` entry of an If's ``<then_port_map>`` / ``<else_port_map>`` or of a
+    TensorIterator's / Loop's ``<port_map>``: the layer's port id (-1 for a Loop's special body ports) and the
+    body layer (a Parameter or a Result) it maps to; `extra` keeps the entry's other attributes as written
+    (axis, start, end, stride, part_size, purpose), read by the op."""
 
     kind: str  # "input" | "output"
     external_port_id: int
     internal_layer_id: str
+    line: int
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BackEdgeRecord:
+    """One ``<edge from-layer=R to-layer=P/>`` of a TensorIterator's / Loop's ``<back_edges>``: the body's
+    Result R feeds the body's Parameter P on the next iteration."""
+
+    from_layer: str
+    to_layer: str
     line: int
 
 
@@ -70,9 +84,11 @@ class LayerRecord:
     outputs: list[PortRecord]
     rt_info: list[str] = field(default_factory=list)  # names of <rt_info><attribute name=...>
     output_names: list[str] | None = None  # Result layers in IR v11
-    # sub-graphs (If: "then_body", "else_body"), each a document of its own, and their port maps
+    # sub-graphs (If: "then_body", "else_body"; TensorIterator, Loop: "body"), each a document of its own, and
+    # their port maps ("then_port_map", "else_port_map"; "port_map") and back edges (TensorIterator, Loop)
     bodies: dict[str, IRDocument] = field(default_factory=dict)
     port_maps: dict[str, list[PortMapRecord]] = field(default_factory=dict)
+    back_edges: list[BackEdgeRecord] | None = None
 
     def where(self, file: str | None) -> dict:
         return dict(file=file, line=self.line, layer_id=self.id, layer_name=self.name,
@@ -298,8 +314,8 @@ def _network(path: str, layers_el: etree._Element, edges_el: etree._Element | No
 
 
 def _body(path: str, el: etree._Element, ir_version: int, where: dict) -> IRDocument:
-    """An If's <then_body> / <else_body>: a network of its own (its diagnostics stay with it until the
-    checker reports them, located in this file)."""
+    """An If's <then_body> / <else_body>, a TensorIterator's or Loop's <body>: a network of its own (its
+    diagnostics stay with it until the checker reports them, located in this file)."""
     diags: list[Diagnostic] = []
     layers_el = el.find("layers")
     if layers_el is None:
@@ -317,10 +333,28 @@ def _port_map(el: etree._Element, diags: list[Diagnostic], where: dict) -> list[
                                     **{**where, "line": c.sourceline}))
             continue
         try:
-            out.append(PortMapRecord(c.tag, _req_uint(c, "external_port_id"), _req_str(c, "internal_layer_id"),
-                                     c.sourceline))
+            port = _req_str(c, "external_port_id")
+            if not _PORT_RE.match(port):  # -1: a Loop's special body ports (purpose="...")
+                raise ValueError(f"'external_port_id' must be an integer >= -1, got {port[:40]!r}")
+            extra = {k: v for k, v in c.attrib.items() if k not in ("external_port_id", "internal_layer_id")}
+            out.append(PortMapRecord(c.tag, int(port), _req_str(c, "internal_layer_id"), c.sourceline, extra))
         except ValueError as e:
             diags.append(Diagnostic("IRN010", f"malformed <{c.tag}> in <{el.tag}>: {e}",
+                                    **{**where, "line": c.sourceline}))
+    return out
+
+
+def _back_edges(el: etree._Element, diags: list[Diagnostic], where: dict) -> list[BackEdgeRecord]:
+    out: list[BackEdgeRecord] = []
+    for c in el:
+        if c.tag != "edge":
+            diags.append(Diagnostic("IRN010", f"unexpected element <{c.tag}> in <back_edges>",
+                                    **{**where, "line": c.sourceline}))
+            continue
+        try:
+            out.append(BackEdgeRecord(_req_str(c, "from-layer"), _req_str(c, "to-layer"), c.sourceline))
+        except ValueError as e:
+            diags.append(Diagnostic("IRN010", f"malformed <edge> in <back_edges>: {e}",
                                     **{**where, "line": c.sourceline}))
     return out
 
@@ -359,15 +393,13 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
         for a in rt_el.iter("attribute"):
             if a.get("name") is not None:
                 rt_names.append(a.get("name"))
-    # TensorIterator / Loop bodies are not supported; If's two bodies are read (the checker refuses them
-    # on any other layer type)
-    for tag in ("body", "port_map", "back_edges"):
-        if el.find(tag) is not None:
-            diags.append(Diagnostic("IRN006", f"sub-graph element <{tag}> is not supported", **where))
-    bodies = {tag: _body(path, el.find(tag), ir_version, where) for tag in ("then_body", "else_body")
+    # sub-graphs: If's two bodies, TensorIterator's and Loop's one (the checker refuses them on any other
+    # layer type)
+    bodies = {tag: _body(path, el.find(tag), ir_version, where) for tag in ("then_body", "else_body", "body")
               if el.find(tag) is not None}
-    port_maps = {tag: _port_map(el.find(tag), diags, where) for tag in ("then_port_map", "else_port_map")
-                 if el.find(tag) is not None}
+    port_maps = {tag: _port_map(el.find(tag), diags, where)
+                 for tag in ("then_port_map", "else_port_map", "port_map") if el.find(tag) is not None}
+    back_edges = _back_edges(el.find("back_edges"), diags, where) if el.find("back_edges") is not None else None
     inputs = _ports(path, el.find("input"), diags, where)
     outputs = _ports(path, el.find("output"), diags, where)
     seen: set[int] = set()
@@ -383,6 +415,7 @@ def _layer(path: str, el: etree._Element, diags: list[Diagnostic], ir_version: i
         version=(el.get("version") or "").strip(), line=el.sourceline, data=data,
         data_line=data_el.sourceline if data_el is not None else el.sourceline,
         inputs=inputs, outputs=outputs, rt_info=rt_names, output_names=out_names, bodies=bodies, port_maps=port_maps,
+        back_edges=back_edges,
     )
 
 

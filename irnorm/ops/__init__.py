@@ -40,6 +40,7 @@ OP_MODULES = (
     "embedding",
     "col2im",
     "control",
+    "loops",
     "state",
     "bucketing",
     "linalg",

@@ -38,10 +38,11 @@ class _ShapeOnly:
 
 def _body_loader(fuse: bool, limit: Callable[[], int]
                  ) -> Callable[[Graph], Callable[[list[np.ndarray]], list[np.ndarray]]]:
-    """What an op with sub-graphs (If) gets to load a checked body (``NodeContext.subgraph``): a Model of
-    its own, planned alike, called with the body's inputs in Parameter order; its outputs come back in
-    Result order.  The body runs under the enclosing model's memory limit (`limit()`: read at every call,
-    since a Model's max_memory may be changed after loading); its peak is counted on its own."""
+    """What an op with sub-graphs (If, TensorIterator, Loop) gets to load a checked body (``NodeContext.subgraph``): a
+    Model of its own, planned alike, called with the body's inputs in Parameter order; its outputs come back in
+    Result order (the callable's ``memory_limit`` reads the limit). The body runs under the enclosing model's memory
+    limit (`limit()`: read at every call, since a Model's max_memory may be changed after loading); its peak is
+    counted on its own."""
 
     def load(body: Graph) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
         model = Model(body, max_memory=limit(), fuse=fuse)
@@ -54,6 +55,7 @@ def _body_loader(fuse: bool, limit: Callable[[], int]
                 raise RuntimeError(f"a sub-graph gave {len(out)} outputs for {n_out} Results")
             return out
 
+        run.memory_limit = limit  # type: ignore[attr-defined]  # (a Loop's growing outputs count against it)
         return run
 
     return load

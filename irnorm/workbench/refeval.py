@@ -215,6 +215,19 @@ def _if(c: RefCall) -> list[np.ndarray]:
     return [outs[k] for k in picks]
 
 
+def _iterating(loop: bool) -> RefFn:
+    """TensorIterator-1 / Loop-5: the same iterations as the kernel (ops.loops.iterate), the body evaluated in
+    float64, layer by layer (evaluate_graph)."""
+
+    def run(c: RefCall) -> list[np.ndarray]:
+        from ..ops.loops import iterate, spec_of
+
+        spec = spec_of(c.layer, c.attrs, loop)
+        return iterate(spec, c.ins, lambda arrays: evaluate_graph(spec.body, arrays), c.layer, loop)
+
+    return run
+
+
 def _pool_attrs(c: RefCall) -> tuple[dict, list[int], list[int], list[int], list[int]]:
     from ..ops.pooling import pool_geometry
 
@@ -543,6 +556,8 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
     "MaxPool": _max_pool,
     "AvgPool": _avg_pool,
     "If": _if,
+    "TensorIterator": _iterating(False),
+    "Loop": _iterating(True),
     "AdaptiveAvgPool": lambda c: [R.adaptive_avg_pool(c.ins[0], _ints(c.ins[1]))],
     "AdaptiveMaxPool": lambda c: list(R.adaptive_max_pool(c.ins[0], _ints(c.ins[1])))[: len(c.out_types)],
     "Split": lambda c: R.split(c.ins[0], int(_ints(c.ins[1])[0]),
@@ -716,9 +731,9 @@ class ReferenceRunner:
 
 
 def evaluate_graph(graph: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """A whole graph (an If's body) in float64: its Parameters take `inputs` in order, every layer runs
-    its reference function, folded constants are read as they are; returns the Results' values in order.
-    Raises when a layer has no reference."""
+    """A whole graph (an If's, a TensorIterator's or a Loop's body) in float64: its Parameters take `inputs` in order,
+    every layer runs its reference function, folded constants are read as they are; returns the Results' values in
+    order. Raises when a layer has no reference."""
     runner = ReferenceRunner(graph)
     for pi, v in zip(graph.parameters, inputs, strict=True):
         runner.values[(pi, 0)] = as_ref_value(v)
