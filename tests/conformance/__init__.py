@@ -39,6 +39,7 @@ FAMILIES = (
     "rearrange",
     "sample",
     "indexing",
+    "detection",
 )
 
 
