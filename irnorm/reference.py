@@ -28,6 +28,9 @@ __all__ = [
     "irdft",
     "rdft",
     "stft",
+    "detection_output",
+    "prior_box",
+    "prior_box_clustered",
     "batch_norm_inference",
     "ceiling",
     "convert",
@@ -1958,3 +1961,230 @@ def deformable_convolution(x: ArrayLike, offsets: ArrayLike, w: ArrayLike, mask:
         y[:, gi * og:(gi + 1) * og] = np.einsum("ok,nkp->nop", w[gi * og:(gi + 1) * og].reshape(og, cg * kk),
                                                 part).reshape(n, og, ho, wo)
     return y
+# ---- SSD detection: PriorBox-1/8, PriorBoxClustered-1, DetectionOutput-1/8 ------------------------------------
+
+
+def _prior_ratios(aspect_ratio: Sequence[float], flip: bool) -> list[float]:
+    out = [1.0]
+    for r in aspect_ratio:
+        if any(abs(r - e) < 1e-6 for e in out):
+            continue
+        out.append(float(r))
+        if flip:
+            out.append(1.0 / r)
+    return out
+
+
+def prior_box(size: Sequence[int], image: Sequence[int], min_size: Sequence[float], max_size: Sequence[float],
+              aspect_ratio: Sequence[float], flip: bool, clip: bool, step: float, offset: float,
+              variance: Sequence[float], scale_all_sizes: bool = True, fixed_size: Sequence[float] = (),
+              fixed_ratio: Sequence[float] = (), density: Sequence[float] = (),
+              min_max_aspect_ratios_order: bool = True) -> np.ndarray:
+    """PriorBox-1/8: [2, 4 * H * W * priors], boxes (xmin, ymin, xmax, ymax) / image size cell by cell, then the
+    variances (none given: 0.1).  OpenVINO's reference order: per cell the fixed-size boxes (density x density
+    grid, centres shifted by -floor(fixed_size / 2) + shift / 2 + i * shift with shift = int(fixed_size /
+    density), each clipped on its outer side), then per min_size the square box, the sqrt(min * max) box and the
+    aspect-ratio boxes (min_max_aspect_ratios_order false: ratio boxes before the max box); scale_all_sizes false
+    multiplies min_size and step by the image height (step -1: image height / H) and makes ratio boxes for the
+    last min_size only, from the first."""
+    h, w = int(size[0]), int(size[1])
+    ih, iw = int(image[0]), int(image[1])
+    ratios = _prior_ratios(aspect_ratio, flip)
+    mins = [float(m) for m in min_size]
+    if not scale_all_sizes:
+        step = ih / h if step == -1 else step * ih
+        mins = [m * ih for m in mins]
+    boxes: list[list[float]] = []
+
+    def add(cx, cy, bw, bh, outer_clip):
+        b = [(cx - bw) / iw, (cy - bh) / ih, (cx + bw) / iw, (cy + bh) / ih]
+        if outer_clip:
+            b = [max(b[0], 0.0), max(b[1], 0.0), min(b[2], 1.0), min(b[3], 1.0)]
+        boxes.append(b)
+
+    for y in range(h):
+        for x in range(w):
+            if step == 0:
+                cx, cy = (x + 0.5) * iw / w, (y + 0.5) * ih / h
+            else:
+                cx, cy = (offset + x) * step, (offset + y) * step
+            for s, fs in enumerate(fixed_size):
+                shapes = ([(fs * 0.5 * np.sqrt(r), fs * 0.5 / np.sqrt(r)) for r in fixed_ratio] if fixed_ratio else
+                          ([(int(fs) * 0.5, int(fs) * 0.5)] if density else []) +
+                          [(fs * 0.5 * np.sqrt(r), fs * 0.5 / np.sqrt(r)) for r in ratios[1:]])
+                d = int(density[s]) if shapes else 0
+                shift = int(fs / d) if d else 0
+                for bw, bh in shapes:
+                    for r in range(d):
+                        for c in range(d):
+                            add(cx - int(fs) // 2 + shift / 2 + c * shift, cy - int(fs) // 2 + shift / 2 + r * shift,
+                                bw, bh, True)
+            for k, m in enumerate(mins):
+                add(cx, cy, m * 0.5, m * 0.5, False)
+                big = [np.sqrt(m * max_size[k]) * 0.5] if k < len(max_size) else []
+                ar = []
+                if scale_all_sizes or k == len(mins) - 1:
+                    base = m if scale_all_sizes else mins[0]
+                    ar = [(base * 0.5 * np.sqrt(r), base * 0.5 / np.sqrt(r)) for r in ratios[1:]]
+                seq = [(b, b) for b in big] + ar if min_max_aspect_ratios_order else ar + [(b, b) for b in big]
+                for bw, bh in seq:
+                    add(cx, cy, bw, bh, False)
+    out = np.array(boxes, np.float64).reshape(-1)
+    if clip:
+        out = np.clip(out, 0.0, 1.0)
+    var = np.tile(np.array(list(variance) or [0.1], np.float64), out.size // max(len(variance), 1))
+    return np.stack([out, var[:out.size]])
+
+
+def prior_box_clustered(size: Sequence[int], image: Sequence[int], widths: Sequence[float],
+                        heights: Sequence[float], clip: bool, step: float, step_w: float, step_h: float,
+                        offset: float, variance: Sequence[float]) -> np.ndarray:
+    """PriorBoxClustered-1: per cell one (width, height) box per pair centred at ((x + offset) * step_w,
+    (y + offset) * step_h), divided by the image size; step_w / step_h 0 fall back to step, and both 0 to
+    image size / map size.  clip (default true) clips to [0, 1].  Row 1: the variances (none: 0.1)."""
+    h, w = int(size[0]), int(size[1])
+    ih, iw = int(image[0]), int(image[1])
+    sw = step_w if step_w != 0 else step
+    sh = step_h if step_h != 0 else step
+    if sw == 0 and sh == 0:
+        sw, sh = iw / w, ih / h
+    boxes = []
+    for y in range(h):
+        for x in range(w):
+            cx, cy = (x + offset) * sw, (y + offset) * sh
+            for bw, bh in zip(widths, heights, strict=True):
+                boxes.append([(cx - bw / 2) / iw, (cy - bh / 2) / ih, (cx + bw / 2) / iw, (cy + bh / 2) / ih])
+    out = np.array(boxes, np.float64).reshape(-1)
+    if clip:
+        out = np.clip(out, 0.0, 1.0)
+    var = np.tile(np.array(list(variance) or [0.1], np.float64), out.size // max(len(variance), 1))
+    return np.stack([out, var[:out.size]])
+
+
+def _do_decode(prior, loc, var, center, normalized, iw, ih, clip):
+    px0, py0, px1, py1 = prior
+    if not normalized:
+        px0, py0, px1, py1 = px0 / iw, py0 / ih, px1 / iw, py1 / ih
+    v = var if var is not None else (1.0, 1.0, 1.0, 1.0)
+    if not center:
+        b = [px0 + v[0] * loc[0], py0 + v[1] * loc[1], px1 + v[2] * loc[2], py1 + v[3] * loc[3]]
+    else:
+        pw, ph = px1 - px0, py1 - py0
+        cx, cy = v[0] * loc[0] * pw + (px0 + px1) / 2, v[1] * loc[1] * ph + (py0 + py1) / 2
+        bw, bh = np.exp(v[2] * loc[2]) * pw, np.exp(v[3] * loc[3]) * ph
+        b = [cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2]
+    return [min(max(t, 0.0), 1.0) for t in b] if clip else b
+
+
+def _do_overlap(a, b) -> float:
+    if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
+        return 0.0
+    iw, ih = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    size_a, size_b = (a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])
+    return inter / (size_a + size_b - inter)
+
+
+def detection_output(loc: ArrayLike, conf: ArrayLike, priors: ArrayLike, arm_conf: ArrayLike | None,
+                     arm_loc: ArrayLike | None, keep_top_k: int, nms_threshold: float, top_k: int = -1,
+                     background_label_id: int = 0, code_type: str = "caffe.PriorBoxParameter.CORNER",
+                     share_location: bool = True, variance_encoded_in_target: bool = False,
+                     confidence_threshold: float = 0.0, clip_before_nms: bool = False,
+                     clip_after_nms: bool = False, decrease_label_id: bool = False, normalized: bool = False,
+                     input_height: int = 1, input_width: int = 1, objectness_score: float = 0.0) -> np.ndarray:
+    """DetectionOutput-1/8 as OpenVINO's CPU plugin computes it: [1, 1, rows, 7] (image, label, score, xmin, ymin,
+    xmax, ymax), image by image, class by class, the row after the last detection starting with -1, zeros
+    elsewhere.  Decoding: priors [1 or N, 2 (1 with variance in target), P * (4 or 5)] (normalized false: an image
+    id first -- the first prior whose id is -1 ends the list -- and pixel coordinates divided by input_width /
+    height), CORNER adds the scaled offsets, CENTER_SIZE moves the centre by var * loc * size and scales the size
+    by exp(var * loc); with ARM inputs (5) each prior is first decoded by the ARM location and a prior whose ARM
+    objectness is below objectness_score scores 1 for the background class and 0 for the others.  Caffe style:
+    per class (not the background) the scores above confidence_threshold, highest first (ties: lower prior),
+    top_k of them, greedy NMS (overlap > nms_threshold suppresses).  decrease_label_id (MXNet style): per prior
+    its best class >= 1 scoring >= the threshold; all priors highest first (ties: lower class * P + prior),
+    top_k, NMS within each class; labels minus 1.  keep_top_k > -1: the best keep_top_k of an image's kept
+    detections (ties: lower prior, then lower class).  rows: N * keep_top_k (> 0), else N * top_k * C (keep_top_k
+    -1, top_k > 0), else N * P * C."""
+    loc, conf, pri = (np.asarray(x, np.float64) for x in (loc, conf, priors))
+    center = code_type.lower().endswith("center_size")
+    psize, off = (4, 0) if normalized else (5, 1)
+    n_img, n_pr = loc.shape[0], pri.shape[2] // psize
+    n_cls = conf.shape[1] // n_pr
+    loc_cls = 1 if share_location else n_cls
+    if keep_top_k > 0:
+        rows = n_img * keep_top_k
+    elif keep_top_k == -1 and top_k > 0:
+        rows = n_img * top_k * n_cls
+    else:
+        rows = n_img * n_pr * n_cls
+    out = np.zeros((rows, 7), np.float64)
+    count = 0
+    for n in range(n_img):
+        pb = pri[n if pri.shape[0] > 1 else 0]
+        pboxes = pb[0].reshape(n_pr, psize)
+        var = None if variance_encoded_in_target else pb[1, :4 * n_pr].reshape(n_pr, 4)
+        actual = n_pr
+        if not normalized:
+            ends = [p for p in range(n_pr) if pboxes[p, 0] == -1]
+            actual = ends[0] if ends else n_pr
+        scores = conf[n].reshape(n_pr, n_cls).copy()
+        if arm_conf is not None:
+            ac = np.asarray(arm_conf, np.float64)[n].reshape(n_pr, 2)
+            for p in range(n_pr):
+                if ac[p, 1] < objectness_score:
+                    scores[p] = [1.0 if c == background_label_id else 0.0 for c in range(n_cls)]
+        lp = loc[n].reshape(n_pr, loc_cls, 4)
+        boxes = {}
+        for c in range(loc_cls):
+            for p in range(actual):
+                v = None if var is None else var[p]
+                prior = pboxes[p, off:off + 4]
+                if arm_loc is not None:
+                    al = np.asarray(arm_loc, np.float64)[n].reshape(n_pr, loc_cls, 4)
+                    prior = _do_decode(prior, al[p, c], v, center, normalized, input_width, input_height,
+                                       clip_before_nms)
+                boxes[c, p] = _do_decode(prior, lp[p, c], v, center, normalized, input_width, input_height,
+                                         clip_before_nms)
+
+        def box(c, p, boxes=boxes):
+            return boxes[0 if share_location else c, p]
+
+        kept: dict[int, list[int]] = {c: [] for c in range(n_cls)}
+        if not decrease_label_id:
+            for c in range(n_cls):
+                if c == background_label_id:
+                    continue
+                cand = sorted((p for p in range(actual) if scores[p, c] > confidence_threshold),
+                              key=lambda p, c=c: (-scores[p, c], p))
+                for p in cand[:top_k] if top_k > -1 else cand:
+                    if all(_do_overlap(box(c, p), box(c, q)) <= nms_threshold for q in kept[c]):
+                        kept[c].append(p)
+        else:
+            cand = []
+            for p in range(actual):
+                best, best_c = -1.0, 0
+                for c in range(1, n_cls):
+                    if scores[p, c] >= confidence_threshold and scores[p, c] > best:
+                        best, best_c = scores[p, c], c
+                if best_c > 0:
+                    cand.append((best, best_c, p))
+            cand.sort(key=lambda t: (-t[0], t[1] * n_pr + t[2]))
+            for _, c, p in cand[:top_k] if top_k > -1 else cand:
+                if all(_do_overlap(box(c, p), box(c, q)) <= nms_threshold for q in kept[c]):
+                    kept[c].append(p)
+        dets = [(scores[p, c], p, c) for c in range(n_cls) for p in kept[c]]
+        if keep_top_k > -1 and len(dets) > keep_top_k:
+            best = sorted(dets, key=lambda t: (-t[0], t[1], t[2]))[:keep_top_k]
+            kept = {c: [p for _, p, cc in best if cc == c] for c in range(n_cls)}
+        for c in range(n_cls):
+            for p in kept[c]:
+                b = box(c, p)
+                if clip_after_nms:
+                    b = [min(max(t, 0.0), 1.0) for t in b]
+                out[count] = [n, c - 1 if decrease_label_id else c, scores[p, c], *b]
+                count += 1
+    if count < rows:
+        out[count, 0] = -1
+    return out.reshape(1, 1, rows, 7)

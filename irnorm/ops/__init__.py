@@ -33,6 +33,7 @@ OP_MODULES = (
     "selection",
     "rearrange",
     "roi",
+    "detection",
     "quantize",
     "grid_sample",
     "deformable_conv",

@@ -442,6 +442,27 @@ def _nms(c: RefCall) -> list[np.ndarray]:
     return [idx, sel, np.array([len(idx)])]
 
 
+def _prior_box(c: RefCall) -> list[np.ndarray]:
+    return [R.prior_box(_ints(c.ins[0]), _ints(c.ins[1]), c.a("min_size"), c.a("max_size"), c.a("aspect_ratio"),
+                        c.a("flip"), c.a("clip"), c.a("step"), c.a("offset"), c.a("variance"), c.a("scale_all_sizes"),
+                        c.a("fixed_size"), c.a("fixed_ratio"), c.a("density"),
+                        c.attrs.get("min_max_aspect_ratios_order", True))]
+
+
+def _prior_box_clustered(c: RefCall) -> list[np.ndarray]:
+    return [R.prior_box_clustered(_ints(c.ins[0]), _ints(c.ins[1]), c.a("width"), c.a("height"), c.a("clip"),
+                                  c.a("step"), c.a("step_w"), c.a("step_h"), c.a("offset"), c.a("variance"))]
+
+
+def _detection_output(c: RefCall) -> list[np.ndarray]:
+    names = ("top_k", "background_label_id", "code_type", "share_location", "variance_encoded_in_target",
+             "confidence_threshold", "clip_before_nms", "clip_after_nms", "decrease_label_id", "normalized",
+             "input_height", "input_width", "objectness_score")
+    arm = len(c.ins) == 5
+    return [R.detection_output(c.ins[0], c.ins[1], c.ins[2], c.ins[3] if arm else None, c.ins[4] if arm else None,
+                               c.a("keep_top_k")[0], c.a("nms_threshold"), **{k: c.a(k) for k in names})]
+
+
 def _unique(c: RefCall) -> list[np.ndarray]:
     x = c.ins[0]
     axis = int(_ints(c.ins[1])[0]) % x.ndim if len(c.ins) > 1 else None
@@ -613,6 +634,9 @@ REFERENCES: dict[str, RefFn | dict[int, RefFn]] = {
                                        c.a("sampling_ratio"), c.a("spatial_scale"), c.a("mode"),
                                        c.attrs.get("aligned_mode", "asymmetric"))],
     "Unique": _unique,
+    "PriorBox": _prior_box,
+    "PriorBoxClustered": _prior_box_clustered,
+    "DetectionOutput": _detection_output,
     "StridedSlice": _strided_slice,
     "SpaceToDepth": lambda c: [R.space_to_depth(c.ins[0], int(c.a("block_size")), c.a("mode"))],
     "DepthToSpace": lambda c: [R.depth_to_space(c.ins[0], int(c.a("block_size")), c.a("mode"))],

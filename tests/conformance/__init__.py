@@ -44,6 +44,7 @@ FAMILIES = (
     "fourier",
     "shuffle",
     "deformable",
+    "detection",
 )
 
 
