@@ -421,3 +421,32 @@ def test_grn_against_openvino(tmp_path, dt):
             p = o1.parameter([-1] * len(dims), dt, name="x")
             xml = save(ov.Model([o1.grn(p, 0.75)], [p]), tmp_path, f"g{k}{scale:g}")
             compare_with_openvino(xml, {"x": x})
+
+
+@requires_openvino
+def test_compare_against_reference_runs_all_four(tmp_path):
+    """`irnorm compare --against reference` on a model chaining the four ops (block and pads as model inputs):
+    every layer has its float64 reference (irnorm/workbench/refeval.py), and irnorm agrees with it."""
+    import subprocess
+    import sys
+
+    import openvino as ov
+    import openvino.opset1 as o1
+    import openvino.opset2 as o2
+    import openvino.opset3 as o3
+
+    x = o2.parameter([2, 8, 4, 6], np.float32, name="x")
+    idx = [o2.parameter([4], np.int64, name=n) for n in "bpq"]
+    y = o3.shuffle_channels(x, 1, 4)
+    y = o1.grn(y, 0.5)
+    y = o2.space_to_batch(y, *idx)
+    y = o2.batch_to_space(y, *idx)
+    y.output(0).get_tensor().set_names({"y"})
+    xml = save(ov.Model([y], [x, *idx]), tmp_path, "chain")
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.standard_normal((2, 8, 4, 6)).astype(np.float32), "b": np.array([1, 1, 2, 3], np.int64),
+             "p": np.array([0, 0, 1, 0], np.int64), "q": np.array([0, 0, 1, 0], np.int64)}
+    np.savez(tmp_path / "in.npz", **feeds)
+    r = subprocess.run([sys.executable, "-m", "irnorm", "compare", str(xml), "--against", "reference", "--inputs",
+                        str(tmp_path / "in.npz")], capture_output=True, text=True)
+    assert r.returncode == 0 and "no divergence" in r.stdout and "no reference" not in r.stdout, r.stdout + r.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,7 +18,7 @@ class TensorInfo:
     value: np.ndarray | None = None
     # A constant f16/bf16 tensor of a weight-decompression chain: its values in float32, before rounding to
     # dtype (check/types.py's decompression_in_f32)
-    wide: np.ndarray | None = None
+    wide: np.ndarray | None = field(default=None, kw_only=True, repr=False)
 
     @property
     def rank(self) -> int | None:
