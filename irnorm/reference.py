@@ -24,20 +24,12 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = [
-    "dft",
-    "irdft",
-    "rdft",
-    "stft",
-    "detection_output",
-    "prior_box",
-    "prior_box_clustered",
     "batch_norm_inference",
     "ceiling",
     "convert",
     "convolution",
     "convolution_backprop_data",
     "group_convolution_backprop_data",
-    "deformable_convolution",
     "depth_to_space",
     "eye",
     "group_convolution",
@@ -89,6 +81,10 @@ __all__ = [
     "bucketize",
     "search_sorted",
     "inverse",
+    "dft",
+    "irdft",
+    "rdft",
+    "stft",
     "shuffle_channels",
     "space_to_batch",
     "batch_to_space",
@@ -96,6 +92,10 @@ __all__ = [
     "bitwise_left_shift",
     "bitwise_right_shift",
     "interpolate_pillow",
+    "deformable_convolution",
+    "detection_output",
+    "prior_box",
+    "prior_box_clustered",
 ]
 
 
@@ -1568,6 +1568,8 @@ def col2im(data: ArrayLike, output_size: Sequence[int], kernel_size: Sequence[in
                     if 0 <= y < h and 0 <= xx < w:
                         out[n, ch, y, xx] += x[n, col, by * nb[1] + bx]
     return out if batched else out[0]
+
+
 # ---- Bucketize-3, SearchSorted-15, Inverse-14 -----------------------------------------------------------
 
 
@@ -1636,6 +1638,7 @@ def inverse(x: ArrayLike, adjoint: bool = False) -> np.ndarray:
         inv = np.array([row[n:] for row in m], np.float64).reshape(n, n) if ok else np.full((n, n), np.nan)
         out[p] = inv.T if adjoint else inv
     return out
+
 
 # ---- Fourier transforms (DFT-7, IDFT-7, RDFT-9, IRDFT-9, STFT-15) --------------------------------------------
 # Textbook sums (an n x n matrix of exp(-+2 pi i jk / n) per axis), not an FFT, so that they check irnorm's
@@ -1735,6 +1738,8 @@ def stft(signal: ArrayLike, window: ArrayLike, frame_size: int, frame_step: int,
     if transpose_frames:
         out = out.transpose(0, 2, 1, 3)
     return out[0] if one else out
+
+
 # ---- channel and batch shuffles, GRN --------------------------------------------------------------------
 
 
@@ -1823,6 +1828,8 @@ def grn(x: ArrayLike, bias: float) -> np.ndarray:
     x = _f64(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return x / np.sqrt(np.sum(x * x, axis=1, keepdims=True) + bias)
+
+
 # ---- BitwiseLeftShift / BitwiseRightShift, Interpolate-11's pillow modes --------------------------------
 
 
@@ -1902,6 +1909,9 @@ def interpolate_pillow(x: ArrayLike, axes: Sequence[int], sizes: Sequence[int], 
                 row = np.clip(np.where(row >= 0, np.trunc(row + 0.5), np.trunc(row - 0.5)), info.min, info.max)
             rows.append(row)
         y = np.concatenate(rows, axis=ax)
+    return y
+
+
 def deformable_convolution(x: ArrayLike, offsets: ArrayLike, w: ArrayLike, mask: ArrayLike | None,
                            strides: Sequence[int], pads_begin: Sequence[int], pads_end: Sequence[int],
                            dilations: Sequence[int], auto_pad: str = "explicit", group: int = 1,
@@ -1961,6 +1971,8 @@ def deformable_convolution(x: ArrayLike, offsets: ArrayLike, w: ArrayLike, mask:
         y[:, gi * og:(gi + 1) * og] = np.einsum("ok,nkp->nop", w[gi * og:(gi + 1) * og].reshape(og, cg * kk),
                                                 part).reshape(n, og, ho, wo)
     return y
+
+
 # ---- SSD detection: PriorBox-1/8, PriorBoxClustered-1, DetectionOutput-1/8 ------------------------------------
 
 
