@@ -97,8 +97,9 @@ class Seed:
 
 def _built_seeds() -> list[tuple[str, IRBuilder, dict[str, np.ndarray]]]:
     """Small models for the ops no sample or export uses: BatchNormInference-1/-5, LRN-1, MVN-1, Sigmoid, the other
-    unary ops, Clamp, Power, Divide and SquaredDifference, and the index-taking ops (Gather, GatherElements,
-    ScatterElementsUpdate, ScatterNDUpdate, GatherND, OneHot, TopK)."""
+    unary ops, Clamp, Power, Divide and SquaredDifference, the index-taking ops (Gather, GatherElements,
+    ScatterElementsUpdate, ScatterNDUpdate, GatherND, OneHot, TopK), and the ops added for real exports that
+    read indices or sizes (embedding bags, Bucketize, SearchSorted, SpaceToBatch, RDFT / DFT, Col2Im, ...)."""
     rng = np.random.default_rng(7)
     b = IRBuilder("bn_lrn_mvn1")
     x = b.parameter("x", (1, 4, 5, 5), "f32")
@@ -174,8 +175,47 @@ def _built_seeds() -> list[tuple[str, IRBuilder, dict[str, np.ndarray]]]:
     b4.result(v)
     b4.result(k)
     x4 = rng.normal(size=(2, 6)).astype(np.float32)
+
+    # the operators added for real exports that take indices, sizes, axes or block shapes from the file: embedding
+    # bags, segment sums, Bucketize / SearchSorted, ShuffleChannels, GRN, SpaceToBatch / BatchToSpace, RDFT / DFT,
+    # Col2Im -- a mutated index, size or attribute must give a coded error, never an out-of-bounds read
+    b5 = IRBuilder("export_ops")
+    x = b5.parameter("x", (2, 6), "f32")
+    c = b5.parameter("c", (1, 4, 4), "f32")
+    i64 = np.int64
+    table = b5.const(rng.normal(size=(5, 3)).astype(np.float32))
+    idx = b5.const(np.array([0, 2, 4, 1], i64))
+    (y,) = b5.layer("EmbeddingBagOffsets", [table, idx, b5.const(np.array([0, 2], i64))], [((2, 3), "f32")],
+                    {"reduction": "sum"}, version="opset15", names=["bags"])
+    b5.result(y)
+    (y,) = b5.layer("EmbeddingSegmentsSum", [table, idx, b5.const(np.array([0, 0, 1, 2], i64)),
+                                             b5.const(np.array(3, i64))], [((3, 3), "f32")], None, version="opset3",
+                    names=["segments"])
+    b5.result(y)
+    edges = b5.const(np.array([-1.0, 0.0, 1.0], np.float32))
+    (y,) = b5.layer("Bucketize", [x, edges], [((2, 6), "i64")], {"output_type": "i64", "with_right_bound": "true"},
+                    version="opset3", names=["buckets"])
+    b5.result(y)
+    (y,) = b5.layer("SearchSorted", [edges, x], [((2, 6), "i64")], {"right_mode": "false"}, version="opset15",
+                    names=["searched"])
+    b5.result(y)
+    (y,) = b5.layer("ShuffleChannels", [x], [((2, 6), "f32")], {"axis": 1, "group": 3}, version="opset1")
+    (y,) = b5.layer("GRN", [y], [((2, 6), "f32")], {"bias": 1.0}, version="opset1")
+    blocks = [b5.const(np.array(v, i64)) for v in ([1, 2], [0, 0], [0, 0])]
+    (y,) = b5.layer("SpaceToBatch", [y, *blocks], [((4, 3), "f32")], None, version="opset2")
+    (y,) = b5.layer("BatchToSpace", [y, *blocks], [((2, 6), "f32")], None, version="opset2", names=["moved"])
+    b5.result(y)
+    (y,) = b5.layer("RDFT", [x, b5.const(np.array([1], i64))], [((2, 4, 2), "f32")], None, version="opset9")
+    (y,) = b5.layer("DFT", [y, b5.const(np.array([-1], i64)), b5.const(np.array([3], i64))], [((2, 3, 2), "f32")],
+                    None, version="opset7", names=["spectrum"])
+    b5.result(y)
+    (y,) = b5.layer("Col2Im", [c, b5.const(np.array([3, 3], i64)), b5.const(np.array([2, 2], i64))],
+                    [((1, 1, 3, 3), "f32")], {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [0, 0],
+                                              "pads_end": [0, 0]}, version="opset15", names=["folded"])
+    b5.result(y)
+    x5, c5 = rng.normal(size=(2, 6)).astype(np.float32), rng.normal(size=(1, 4, 4)).astype(np.float32)
     return [("bn_lrn_mvn1", b, {"x": x1}), ("bn1_dynamic", b2, {"x": x2}), ("unary_chain", b3, {"x": x3}),
-            ("indexing", b4, {"x": x4, "i": np.array([5, -2], np.int64)})]
+            ("indexing", b4, {"x": x4, "i": np.array([5, -2], np.int64)}), ("export_ops", b5, {"x": x5, "c": c5})]
 
 
 def _load_seeds() -> list[Seed]:

@@ -527,3 +527,22 @@ def test_cli_validate_info_run(tmp_path):
             r = subprocess.run([sys.executable, "-m", "irnorm", *cmd], capture_output=True, text=True, timeout=300)
             assert r.returncode == 0, (cmd, r.stdout, r.stderr)
             assert "Traceback" not in r.stderr
+
+
+def test_constant_out_of_range_index_is_a_load_error(tmp_path):
+    """All inputs constant: the bag folds at load, and an index outside the table is IRN032 at the layer (the
+    kernel's own check, reported by the checker) -- not "the operation's shape rule cannot handle" (found by the
+    structural fuzzer's export_ops seed)."""
+    from irbuilder import IRBuilder
+
+    b = IRBuilder("const_bag")
+    x = b.parameter("x", (2, 3), "f32")
+    table = b.const(np.ones((5, 3), np.float32))
+    (y,) = b.layer("EmbeddingBagOffsets", [table, b.const(np.array([0, 7], np.int64)),
+                                           b.const(np.array([0, 1], np.int64))], [((2, 3), "f32")],
+                   {"reduction": "sum"}, version="opset15")
+    (z,) = b.layer("Add", [x, y], [((2, 3), "f32")], None, version="opset1", names=["z"])
+    b.result(z)
+    diags = [d for d in irnorm.check(b.save(tmp_path)) if d.severity == "error"]
+    assert [(d.code, d.layer_type) for d in diags] == [("IRN032", "EmbeddingBagOffsets")]
+    assert "index 7 is out of range [0, 4]" in diags[0].message and "cannot handle" not in diags[0].message

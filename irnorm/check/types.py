@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import RuleError
+from ..errors import IrnormError, RuleError
 from ..ir.dtypes import ELEMENT_TYPES, INT_TYPES, MAX_RANK, STORAGE_TYPES
 from ..ir.graph import Graph, Node, layer_diagnostic
 from ..ir.reader import PortRecord
@@ -48,6 +48,11 @@ def infer_types(graph: Graph) -> None:
                 outs = _fold(node, ctx, outs)
         except RuleError as e:
             diags.append(layer_diagnostic(doc, lay, e.code, e.message))
+            node.ok = False
+            continue
+        except IrnormError as e:  # a kernel's own check of its constant inputs while folding (an index out of range)
+            diags.extend(layer_diagnostic(doc, lay, "IRN032" if d.code == "IRN064" else d.code, d.message)
+                         for d in e.diagnostics)
             node.ok = False
             continue
         except Exception as e:  # an op rule that did not anticipate this input: still a diagnostic
