@@ -439,3 +439,37 @@ def test_narrow_linear_in_a_model(tmp_path):
     np.testing.assert_allclose(first, unfused.run({"x": x})["y"], rtol=1e-5, atol=1e-4)
     for _ in range(2):
         np.testing.assert_array_equal(m.run({"x": x})["y"], first)
+
+
+@pytest.mark.parametrize("rows, laid_out", [(-1, True), (16, True), (2, False)])
+def test_transposed_weight_kept_once_in_row_major_layout(tmp_path, rows, laid_out):
+    """A transpose_b weight [N, K] (how exports write linear layers) above the old 1M-element cut: laid out once
+    as [K, N] for the GEMM kernels, and the model then holds the weight in that copy alone -- the checked
+    graph's constant is the copy's transposed view, with the file's values -- while a product of a few rows
+    known at load time reads the [N, K] original.  Same values as the float64 reference, from the fused and
+    the unfused plans."""
+    rng = np.random.default_rng(11)
+    n, k = 1536, 768  # 1.2M elements
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    from irbuilder import IRBuilder
+
+    b = IRBuilder("linear")
+    p = b.parameter("x", (rows, k), "f32")
+    (h,) = b.layer("MatMul", [p, b.const(w, "w")], [((rows, n), "f32")], {"transpose_b": True}, version="opset1")
+    (y,) = b.layer("Add", [h, b.const(bias)], [((rows, n), "f32")], version="opset1", names=["y"])
+    b.result(y)
+    xml = b.save(tmp_path / "linear")
+    m = irnorm.load(xml)
+    const = next(nd for nd in m.graph.nodes if nd.op_type == "Const" and nd.outputs[0].shape == (n, k))
+    held = const.outputs[0].value
+    np.testing.assert_array_equal(held, w)
+    if laid_out:
+        assert not held.flags.c_contiguous and held.T.flags.c_contiguous  # the [K, N] copy, seen as [N, K]
+    else:
+        assert held.flags.c_contiguous
+    x = rng.standard_normal((16 if rows < 0 else rows, k)).astype(np.float32)
+    want = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+    got = m.run({"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(irnorm.load(xml, fuse=False).run({"x": x})["y"], got, rtol=1e-5, atol=1e-4)

@@ -73,6 +73,18 @@ class NodeContext:
             raise fail("IRN034", f"input {i} ({what}) must be a constant (a Const or a folded subgraph)")
         return v
 
+    def keep_constant_as(self, i: int, view: np.ndarray) -> None:
+        """build() only: the kernel holds constant input i in a layout of its own (a MatMul's weight copied
+        into [K, N]); `view` is an array of the constant's shape, type and values in that copy's memory.  The
+        checked graph's value becomes it (the runtime's plan reads the graph's values after building), so
+        the original is freed unless something else holds it: one copy of a weight instead of two, and never
+        two of every weight at once while a model loads."""
+        info = self.inputs[i]
+        old = info.value
+        if old is None or old.shape != view.shape or old.dtype != view.dtype:
+            raise ValueError("keep_constant_as: not the constant's shape and type")
+        info.value = view
+
 
 Kernel = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
 

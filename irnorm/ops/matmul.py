@@ -8,8 +8,12 @@ once); integer products use numpy's integer matmul in the element type (wrapping
 
 A constant B (a Linear layer's weight, often stored f16 behind a decompression Convert that folds
 at load time) is prepared once when the kernel is built: f16/bf16 converted to float32 in the [K, N]
-layout, f32/f64 kept as the constant itself (a transposed view is a BLAS operand as it is, so a large
-weight is not copied).  A 2-D B against a contiguous batched A is one GEMM over all the batch rows.
+layout; an f32/f64 weight stored transposed ([N, K] with transpose_b, how exports write linear layers)
+copied once into the [K, N] layout that irnorm's GEMM kernels and OpenBLAS read fastest, and the model
+then keeps the weight only in that copy (``NodeContext.keep_constant_as``: the copy's transposed view
+takes the constant's place, so the [N, K] original is freed where nothing else holds it).  A product
+of a few rows known at load time (NARROW_ROWS: a classifier head) keeps B as it is: its dot products
+read B's [N, K] rows.  A 2-D B against a contiguous batched A is one GEMM over all the batch rows.
 """
 
 from __future__ import annotations
@@ -55,9 +59,6 @@ def matmul_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, ta: bool,
     return out
 
 
-_LAYOUT_MAX = 1 << 20  # elements of a constant transposed B copied into row-major order at load time (4 MiB f32)
-
-
 # Multiply-adds below which a product by a constant B stays one np.dot call: going through blas.product to
 # irnorm's GEMM kernels costs ~1 us more in Python than the product saves there.
 MICRO_MIN = 1 << 16
@@ -98,7 +99,7 @@ class MatMul(Op):
         a small one by a constant B (kernels/linear.py), else as a pass of its own.  With a residual the
         kernel is on [A, B, R]: (A @ B + bias) + R, then the activation."""
         from ..kernels import blas  # lazy: validate and --help never import the kernels
-        from ..kernels.linear import linear_plan
+        from ..kernels.linear import NARROW_ROWS, linear_plan
 
         ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
@@ -117,10 +118,18 @@ class MatMul(Op):
 
         const_b = ctx.inputs[1].value
         b_ready = prep_b(np.asarray(const_b)) if const_b is not None else None
-        if b_ready is not None and b_ready.ndim == 2 and not b_ready.flags.c_contiguous and b_ready.size <= _LAYOUT_MAX:
-            # transpose_b weights ([N, K], as exports write linear layers) laid out once as [K, N]: OpenBLAS
-            # packs a row-major B faster ([65, 64] x [64, 64]: 8.3 -> 5.4 us); large weights stay views
+        a_shape = ctx.inputs[0].shape
+        narrow = (a_shape is not None and len(a_shape) >= 2 and all(d >= 0 for d in a_shape)
+                  and math.prod(a_shape[:-1]) <= NARROW_ROWS)
+        if b_ready is not None and b_ready.ndim == 2 and not b_ready.flags.c_contiguous and not narrow:
+            # transpose_b weights ([N, K], as exports write linear layers) laid out once as [K, N]: irnorm's GEMM
+            # kernels read B's rows in place (a transposed B went to OpenBLAS: BERT-base's [128, 768] x [768, 3072]
+            # 2x slower), and OpenBLAS packs a row-major B faster too ([65, 64] x [64, 64]: 8.3 -> 5.4 us)
             b_ready = np.ascontiguousarray(b_ready)
+            same_type = np.asarray(const_b).dtype == b_ready.dtype
+            const_b = np.swapaxes(b_ready, -1, -2) if tb else b_ready  # B's values, in the copy's memory
+            if same_type:  # the model keeps B in this copy alone (module doc)
+                ctx.keep_constant_as(1, const_b)
 
         weight_rows: list[np.ndarray] = []
 

@@ -226,8 +226,8 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True,
         if node.index not in live or node.op is None or node.op_type in ("Parameter", "Result"):
             continue
         if _folded(node):
-            for k, o in enumerate(node.outputs):
-                constants[(node.index, k)] = o.value
+            for k in range(len(node.outputs)):
+                constants[(node.index, k)] = None  # type: ignore[assignment]  # filled in after the steps are built
             continue
         runs.append(node)
     fusions = {}
@@ -254,6 +254,10 @@ def make_plan(graph: Graph, outputs: list[Value], fuse: bool = True,
                               len(node.layer.outputs), outputs_read=read.get(node.index) if fuse else None,
                               subgraph=subgraph, variables=variables)
             steps.append(Step(node, node.op.build(ctx), [tuple(s) for s in node.sources], []))
+    # the values read now: a kernel may have put a constant in a layout of its own while it was built
+    # (NodeContext.keep_constant_as), and holding every original until then would hold two of every weight
+    for v in constants:
+        constants[v] = g.nodes[v[0]].outputs[v[1]].value
     # last use of every runtime value -> free it right after
     last: dict[Value, int] = {}
     for k, st in enumerate(steps):
