@@ -8,7 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from irbuilder import IRBuilder, element_type, expect_error, single_op_model
+from irbuilder import element_type, expect_error, single_op_model
 from ovutil import HAVE_OPENVINO, compare_with_openvino, ov_run, requires_openvino, save
 
 import irnorm
@@ -29,17 +29,7 @@ NUMERIC = (np.float32, np.float16, np.float64, BF16, np.int8, np.uint8, np.int16
 
 def _model(type_, version, inputs, attrs=None, rank=None, out_et="dynamic"):
     """One layer whose output dims and type are left for irnorm to infer (declared dynamic)."""
-    b = IRBuilder(type_)
-    srcs = []
-    for label, spec in inputs:
-        if label.startswith("param:"):
-            shape, et = spec
-            srcs.append(b.parameter(label[6:], shape, et))
-        else:
-            srcs.append(b.const(np.asarray(spec), label))
-    (y,) = b.layer(type_, srcs, [([-1] * (rank or 0), out_et)], attrs, version=version, names=["y"])
-    b.result(y)
-    return b
+    return single_op_model(type_, inputs, [([-1] * (rank or 0), out_et)], attrs, name=type_, version=version)
 
 
 def _param(name, arr, dynamic=False):

@@ -8,26 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from irbuilder import IRBuilder, element_type, expect_error, single_op_model
+from irbuilder import element_type, expect_error, single_op_model
 from ovutil import compare_with_openvino, requires_openvino, save
 
 import irnorm
 from irnorm import reference as R
 
 
-def _model(type_, version, inputs, attrs=None, n_out=1, rank=None):
+def _model(type_, version, inputs, attrs=None, rank=None):
     """One layer whose output dims are left for irnorm to infer (declared dynamic)."""
-    b = IRBuilder(type_)
-    srcs = []
-    for label, spec in inputs:
-        if label.startswith("param:"):
-            shape, et = spec
-            srcs.append(b.parameter(label[6:], shape, et))
-        else:
-            srcs.append(b.const(np.asarray(spec), label))
-    outs = b.layer(type_, srcs, [([-1] * (rank or 1), "dynamic")] * n_out, attrs, version=version, names=["y"])
-    b.result(outs[0])
-    return b
+    return single_op_model(type_, inputs, [([-1] * (rank or 1), "dynamic")], attrs, name=type_, version=version)
 
 
 def _load(b, tmp_path, name="m"):

@@ -37,11 +37,7 @@ def port_map(layer: Any, attrs: dict[str, Any], tag: str) -> tuple[Any, list[int
     body = attrs["__" + tag]
     entries = attrs["__" + tag.replace("_body", "_port_map")]
     lay = layer
-    in_index = {p.id: p.index for p in lay.inputs}
-    out_index = {p.id: p.index for p in lay.outputs}
-    by_id = {n.layer.id: n for n in body.nodes}
-    param_pos = {body.nodes[i].layer.id: k for k, i in enumerate(body.parameters)}
-    result_pos = {body.nodes[i].layer.id: k for k, i in enumerate(body.results)}
+    in_index, out_index, by_id, param_pos, result_pos = port_lookups(lay, body)
     feeds: list[int | None] = [None] * len(body.parameters)
     picks: list[int | None] = [None] * len(lay.outputs)
     pm = tag.replace("_body", "_port_map")
@@ -69,18 +65,40 @@ def port_map(layer: Any, attrs: dict[str, Any], tag: str) -> tuple[Any, list[int
             if picks[out_index[e.external_port_id]] is not None:
                 raise fail("IRN013", f"<{pm}>: output port {e.external_port_id} is mapped twice")
             picks[out_index[e.external_port_id]] = k
-    for k, f in enumerate(feeds):
-        if f is None:
-            lid = body.nodes[body.parameters[k]].layer.id
-            raise fail("IRN013", f"<{pm}>: Parameter {lid} of the {tag} is fed by no input of the If")
-    for k, pk in enumerate(picks):
-        if pk is None:
-            raise fail("IRN013", f"<{pm}>: output port {lay.outputs[k].id} of the If comes from no Result of the "
-                                 f"{tag}")
+    check_port_map_complete(lay, body, feeds, picks, owner="If", tag=tag, pm=pm)
     return body, feeds, picks  # type: ignore[return-value]
 
 
-def _result_info(body: Any, k: int) -> TensorInfo:
+def port_lookups(layer: Any, body: Any) -> tuple[dict[int, int], dict[int, int], dict[int, Any], dict[int, int],
+                                                 dict[int, int]]:
+    """What a port map's entries are resolved with (If, TensorIterator, Loop): the layer's input and output port
+    indices by port id, the body's nodes by layer id, and the positions of its Parameters and Results (in the
+    body's order) by layer id."""
+    in_index = {p.id: p.index for p in layer.inputs}
+    out_index = {p.id: p.index for p in layer.outputs}
+    by_id = {n.layer.id: n for n in body.nodes}
+    param_pos = {body.nodes[i].layer.id: k for k, i in enumerate(body.parameters)}
+    result_pos = {body.nodes[i].layer.id: k for k, i in enumerate(body.results)}
+    return in_index, out_index, by_id, param_pos, result_pos
+
+
+def check_port_map_complete(layer: Any, body: Any, feeds: list[Any], outs: list[Any], *, owner: str, tag: str,
+                            pm: str) -> None:
+    """IRN013 for a body Parameter no port map entry feeds (its `feeds` item None) or an output port of the
+    layer no entry gives a Result (its `outs` item None).  `owner` names the layer's kind in the message (If,
+    TensorIterator, Loop), `tag` the body (then_body, else_body, body), `pm` the port map element."""
+    for k, f in enumerate(feeds):
+        if f is None:
+            lid = body.nodes[body.parameters[k]].layer.id
+            raise fail("IRN013", f"<{pm}>: Parameter {lid} of the {tag} is fed by no input of the {owner}")
+    for k, o in enumerate(outs):
+        if o is None:
+            raise fail("IRN013", f"<{pm}>: output port {layer.outputs[k].id} of the {owner} comes from no Result of "
+                                 f"the {tag}")
+
+
+def result_info(body: Any, k: int) -> TensorInfo:
+    """The info of what feeds the body's k-th Result."""
     node = body.nodes[body.results[k]]
     src = node.sources[0]
     return body.nodes[src[0]].outputs[src[1]]
@@ -124,7 +142,7 @@ class If8(Op):
                     raise fail("IRN030", f"input {operand} {fmt_shape(given.shape)} feeds Parameter "
                                          f"{param.layer.id} '{param.layer.name}' of the {tag}, declared "
                                          f"{fmt_shape(declared.shape)}")
-            per_body[tag] = [_result_info(body, pk) for pk in picks]
+            per_body[tag] = [result_info(body, pk) for pk in picks]
         then_infos, else_infos = per_body["then_body"], per_body["else_body"]
         outs = []
         for k, (a, b) in enumerate(zip(then_infos, else_infos, strict=True)):

@@ -55,7 +55,7 @@ from ..errors import ArgumentError, Diagnostic, IrnormError, ResourceLimitError
 from ..ir.dtypes import ELEMENT_TYPES
 from ..ir.tensor import TensorInfo
 from .base import Kernel, NodeContext, Op, fail, fmt_shape, register, runtime_error
-from .control import _in_body
+from .control import _in_body, check_port_map_complete, port_lookups, result_info
 
 ITERATIONS_ENV = "IRNORM_MAX_LOOP_ITERATIONS"
 DEFAULT_MAX_ITERATIONS = 1_000_000
@@ -166,11 +166,7 @@ def spec_of(layer: Any, attrs: dict[str, Any], loop: bool) -> Spec:
     body = attrs["__body"]
     entries = attrs["__port_map"]
     edges = attrs.get("__back_edges") or []
-    in_index = {p.id: p.index for p in layer.inputs}
-    out_index = {p.id: p.index for p in layer.outputs}
-    by_id = {n.layer.id: n for n in body.nodes}
-    param_pos = {body.nodes[i].layer.id: k for k, i in enumerate(body.parameters)}
-    result_pos = {body.nodes[i].layer.id: k for k, i in enumerate(body.results)}
+    in_index, out_index, by_id, param_pos, result_pos = port_lookups(layer, body)
     feeds: list[tuple[str, int] | None] = [None] * len(body.parameters)
     slicing: dict[int, Slicing] = {}
     outs: list[tuple[int, Slicing | None] | None] = [None] * len(layer.outputs)
@@ -244,21 +240,8 @@ def spec_of(layer: Any, attrs: dict[str, Any], loop: bool) -> Spec:
             raise fail("IRN013", f"{where}: Parameter {be.to_layer} cannot be fed back: {what}")
         feeds[p] = ("merged", f[1])
         back[p] = r
-    for k, f in enumerate(feeds):
-        if f is None:
-            lid = body.nodes[body.parameters[k]].layer.id
-            raise fail("IRN013", f"<{pm}>: Parameter {lid} of the body is fed by no input of the {layer.type}")
-    for k, o in enumerate(outs):
-        if o is None:
-            raise fail("IRN013", f"<{pm}>: output port {layer.outputs[k].id} of the {layer.type} comes from no "
-                                 "Result of the body")
+    check_port_map_complete(layer, body, feeds, outs, owner=layer.type, tag="body", pm=pm)
     return Spec(body, feeds, slicing, back, outs, cond)  # type: ignore[arg-type]
-
-
-def _result_info(body: Any, k: int) -> TensorInfo:
-    node = body.nodes[body.results[k]]
-    src = node.sources[0]
-    return body.nodes[src[0]].outputs[src[1]]
 
 
 def _param_info(body: Any, k: int) -> tuple[Any, TensorInfo]:
@@ -314,7 +297,7 @@ def _infer(ctx: NodeContext, loop: bool) -> list[TensorInfo]:
                                  f"{fmt_shape(declared.shape)}")
     for p, r in spec.back.items():
         param, declared = _param_info(body, p)
-        res = _result_info(body, r)
+        res = result_info(body, r)
         pname = f"Parameter {param.layer.id} '{param.layer.name}'"
         if res.dtype != declared.dtype:
             raise fail("IRN031", f"the back edge to {pname} carries {res.dtype}, the Parameter is "
@@ -331,13 +314,13 @@ def _infer(ctx: NodeContext, loop: bool) -> list[TensorInfo]:
         _one_element(trip, "trip_count (input 0)", ("i32", "i64"))
         _one_element(first, "execution_condition (input 1)", ("boolean",))
         if spec.cond is not None:
-            _one_element(_result_info(body, spec.cond), "the body's execution_condition Result", ("boolean",))
-        n = _loop_count(trip, first, None if spec.cond is None else _result_info(body, spec.cond), n)
+            _one_element(result_info(body, spec.cond), "the body's execution_condition Result", ("boolean",))
+        n = _loop_count(trip, first, None if spec.cond is None else result_info(body, spec.cond), n)
     elif not spec.slicing:
         raise fail("IRN032", "a TensorIterator needs a sliced input (its number of iterations comes from it)")
     outs = []
     for k, (r, s) in enumerate(spec.outs):
-        res = _result_info(body, r)
+        res = result_info(body, r)
         if s is None:
             outs.append(TensorInfo(res.shape, res.dtype))
             continue
@@ -452,7 +435,7 @@ def iterate(spec: Spec, ins: Sequence[np.ndarray], run_body: Callable[[list[np.n
             parts_ = collected[j] if s.stride > 0 else collected[j][::-1]
             results.append(np.concatenate(parts_, axis=s.axis))
         elif s is not None:
-            info = _result_info(body, r)
+            info = result_info(body, r)
             shape = (1,) if info.shape == () else info.shape
             if shape is None or any(d < 0 for d in shape):
                 raise runtime_error(layer, f"output {j}: the {layer.type} ran no iteration and the body's value "
