@@ -9,6 +9,8 @@ normalizations as nodes of their own (MVN, RMS); both with per-layer timing swit
     python benchmarks/networks.py --variant dynamic    # the dynamic-shape exports
     python benchmarks/networks.py --only resnet18,bert --rounds 5 --markdown
     python benchmarks/networks.py --lockstep --rounds 2   # both processes alive, taking turns in bursts
+    python benchmarks/networks.py --dir .cache/networks_full   # full-size ResNet-50, BERT-base, ViT-B/16, ...
+                                                              # (written by tools/make_networks.py --full)
 
 On a shared VM whose speed drifts by up to 2x within minutes, process-per-round medians of the same
 commit disagree by up to 1.8x; --lockstep cancels most of that drift (each burst pair is a few
@@ -214,6 +216,8 @@ def main() -> None:
     ap.add_argument("--variant", choices=("static", "dynamic"), default="static",
                     help="the static-shape exports (default) or the dynamic ones (dynamic batch and sequence / "
                          "spatial dims; each runs at its stored inputs' shapes)")
+    ap.add_argument("--dir", type=Path, default=NETWORKS,
+                    help="directory of exports (NAME_static.xml + .inputs.npz + .expected.npz); default tests/networks")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--lockstep", action="store_true",
                     help="both contenders' processes alive at once, taking turns in bursts (see lockstep())")
@@ -234,7 +238,7 @@ def main() -> None:
     from files import cpu_line
 
     suffix = f"_{args.variant}.xml"
-    names = sorted(p.name[:-len(suffix)] for p in NETWORKS.glob(f"*{suffix}"))
+    names = sorted(p.name[:-len(suffix)] for p in args.dir.glob(f"*{suffix}"))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     print(f"# {cpu_line()}")
@@ -247,7 +251,7 @@ def main() -> None:
     env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     rows = []
     for name in names:
-        xml = NETWORKS / f"{name}{suffix}"
+        xml = args.dir / f"{name}{suffix}"
         if args.lockstep:
             try:
                 r = lockstep(xml, args.rounds, args.bursts, args.burst, args.threads, env)

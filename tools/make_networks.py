@@ -420,17 +420,18 @@ class SelfAttention(nn.Module):
 class UNetStage(nn.Module):
     """Down (strided conv) -> res block -> self-attention -> nearest 2x up -> concat skip -> res block -> out."""
 
-    def __init__(self):
+    def __init__(self, width: int = 16, groups: int = 4):
         super().__init__()
-        self.inp = nn.Conv2d(3, 16, 3, padding=1)
-        self.res_in = ResBlock(16, 16)
-        self.down = nn.Conv2d(16, 32, 3, stride=2, padding=1)
-        self.res_mid = ResBlock(32, 32)
-        self.attn = SelfAttention(32)
-        self.up_conv = nn.Conv2d(32, 16, 3, padding=1)
-        self.res_out = ResBlock(32, 16)
-        self.norm_out = nn.GroupNorm(4, 16)
-        self.out = nn.Conv2d(16, 3, 3, padding=1)
+        w, g = width, groups
+        self.inp = nn.Conv2d(3, w, 3, padding=1)
+        self.res_in = ResBlock(w, w, g)
+        self.down = nn.Conv2d(w, 2 * w, 3, stride=2, padding=1)
+        self.res_mid = ResBlock(2 * w, 2 * w, g)
+        self.attn = SelfAttention(2 * w, g)
+        self.up_conv = nn.Conv2d(2 * w, w, 3, padding=1)
+        self.res_out = ResBlock(2 * w, w, g)
+        self.norm_out = nn.GroupNorm(g, w)
+        self.out = nn.Conv2d(w, 3, 3, padding=1)
 
     def forward(self, x):
         skip = self.res_in(self.inp(x))
@@ -507,6 +508,85 @@ NETWORKS: tuple[Network, ...] = (
 
 
 # ----------------------------------------------------------------------------------------------------
+# full-size configurations (--full): the published architectures at their usual input sizes, random weights,
+# static shapes only.  For benchmarks/networks.py --dir; too large to commit (17-440 MB each), so written to a
+# cache directory.
+
+
+def resnet50_full() -> nn.Module:
+    from torchvision.models import resnet50
+
+    return resnet50(weights=None)
+
+
+def convnext_tiny_full() -> nn.Module:
+    from torchvision.models import convnext_tiny
+
+    return convnext_tiny(weights=None)
+
+
+def vit_b16_full() -> nn.Module:
+    from torchvision.models import vit_b_16
+
+    model = vit_b_16(weights=None)
+    nn.init.normal_(model.heads.head.weight, std=0.02)  # torchvision starts the head at zero: all-zero logits
+    return model
+
+
+def swin_t_full() -> nn.Module:
+    from torchvision.models import swin_t
+
+    return swin_t(weights=None)
+
+
+def bert_base_full() -> nn.Module:
+    from transformers import BertConfig, BertModel
+
+    return TextEncoder(BertModel(BertConfig(), add_pooling_layer=False))  # bert-base-uncased's configuration
+
+
+def gpt2_full() -> nn.Module:
+    from transformers import GPT2Config, GPT2Model
+
+    return CausalLM(GPT2Model(GPT2Config(use_cache=False, attn_implementation="eager")))  # GPT-2 small
+
+
+def llama_full() -> nn.Module:
+    from transformers import LlamaConfig, LlamaModel
+
+    # SmolLM-135M's configuration: 30 layers, hidden 576, 9 heads / 3 KV heads, RMSNorm, rotary embeddings
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                      num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048,
+                      tie_word_embeddings=True, use_cache=False)
+    return CausalLM(LlamaModel(cfg))
+
+
+def unet_full() -> nn.Module:
+    return UNetStage(width=128, groups=32)  # a diffusion UNet's first stage at 128 / 256 channels, GroupNorm(32)
+
+
+def _text_full(vocab: int, seq: int = 128) -> tuple[Input, ...]:
+    return (Input("input_ids", (1, seq), (1, seq), (), "ids", vocab),
+            Input("attention_mask", (1, seq), (1, seq), (), "mask"))
+
+
+FULL_NETWORKS: tuple[Network, ...] = (
+    Network("resnet50", resnet50_full, _image(224), "torchvision ResNet-50, 224x224"),
+    Network("convnext_tiny", convnext_tiny_full, _image(224), "torchvision ConvNeXt-T, 224x224"),
+    Network("vit_b16", vit_b16_full, _image(224, spatial=False), "torchvision ViT-B/16, 224x224"),
+    Network("swin_t", swin_t_full, _image(224), "torchvision Swin-T, 224x224"),
+    Network("bert_base", bert_base_full, _text_full(30522), "transformers BertModel, bert-base configuration, "
+            "128 tokens"),
+    Network("gpt2_small", gpt2_full, _text_full(50257), "transformers GPT2Model, GPT-2 small configuration, "
+            "128 tokens -> last hidden state"),
+    Network("llama_135m", llama_full, _text_full(49152), "transformers LlamaModel, SmolLM-135M configuration, "
+            "128 tokens -> last hidden state"),
+    Network("unet_stage_full", unet_full, _image(64), "the UNet stage above at 128 / 256 channels, GroupNorm(32), "
+            "64x64"),
+)
+
+
+# ----------------------------------------------------------------------------------------------------
 # conversion, data, inference
 
 
@@ -562,9 +642,9 @@ def layer_counts(xml: Path) -> Counter:
     return Counter(f"{t}-{v}" for t, v in LAYER.findall(xml.read_text(encoding="utf-8")))
 
 
-def export(net: Network, out: Path, core: ov.Core) -> dict[str, Counter]:
+def export(net: Network, out: Path, core: ov.Core, variants: tuple[bool, ...] = (False, True)) -> dict[str, Counter]:
     counts: dict[str, Counter] = {}
-    for dynamic in (False, True):
+    for dynamic in variants:
         name = f"{net.name}_{'dynamic' if dynamic else 'static'}"
         model = convert(net, dynamic)
         xml = out / f"{name}.xml"
@@ -657,20 +737,26 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("tests/networks"))
     ap.add_argument("--only", nargs="*", help="export only these networks (the README covers all files present)")
+    ap.add_argument("--full", action="store_true",
+                    help="the full-size networks (FULL_NETWORKS, static variants only) instead of the test suite's; "
+                         "--out defaults to .cache/networks_full and no README is written")
     args = ap.parse_args(argv)
+    if args.full and args.out == Path("tests/networks"):
+        args.out = Path(".cache/networks_full")
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
     core = ov.Core()
     failed = []
-    for net in NETWORKS:
+    for net in FULL_NETWORKS if args.full else NETWORKS:
         if args.only and net.name not in args.only:
             continue
         try:
-            export(net, args.out, core)
+            export(net, args.out, core, (False,) if args.full else (False, True))
         except Exception as exc:  # report and go on: one family failing must not stop the others
             failed.append(net.name)
             print(f"{net.name}: FAILED: {type(exc).__name__}: {str(exc)[:2000]}", file=sys.stderr, flush=True)
-    write_readme(args.out)
+    if not args.full:
+        write_readme(args.out)
     total = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"total {total / 2**20:.1f} MiB in {args.out}")
     return 1 if failed else 0
