@@ -1242,3 +1242,57 @@ def test_one_call_convolutions_of_a_strided_view(k, cout):
     ep = conv.Epilogue(rng.standard_normal(cout).astype(np.float32), -1, 0.0, 0.0, False)
     plan = conv.forward_plan(x.shape, w, k, (1,), (1,), pad, (32,), ep)
     np.testing.assert_array_equal(plan(x), plan(np.ascontiguousarray(x)))
+
+
+@pytest.mark.parametrize("case", ["plain", "bias_relu", "bias_residual_swish"])
+@pytest.mark.parametrize("seed", range(4))
+def test_pixel_rows_convolution(monkeypatch, seed, case):
+    """Dense float32 2-D convolutions of small maps and many output channels (a late stage's) take the
+    pixel-rows product where irnorm's GEMM kernels run (kernels/conv.py pixel_rows_conv: output pixels as the
+    GEMM's rows, channels-last unfold, output channels over the threads, the fused epilogue in the call):
+    the float64 reference's values over random strides, dilations, pads, filter sizes (1x1 with unit strides
+    included) and output channel counts that leave partial panels; the same values as the paths it replaced
+    to rounding."""
+    from irnorm.kernels import activation, conv, microgemm
+
+    calls = _record_calls(monkeypatch, conv, "pixel_rows_conv", 15)  # its tasks
+    monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
+    rng = np.random.default_rng(100 + seed)
+    for trial in range(4):
+        k = [int(v) for v in rng.integers(1, 4, 2)] if trial else [1, 1]
+        strides = [int(v) for v in rng.integers(1, 3, 2)] if trial else [1, 1]
+        dil = [int(v) for v in rng.integers(1, 3, 2)] if trial > 1 else [1, 1]
+        pads = [int(v) for v in rng.integers(0, 3, 2)] if trial else [0, 0]
+        pads_end = [int(v) for v in rng.integers(0, 3, 2)] if trial else [0, 0]
+        cin = int(rng.integers(-(-conv.PIXEL_ROWS_MIN_DEPTH // (k[0] * k[1])), 80))
+        cout = int(rng.integers(conv.PIXEL_ROWS_MIN_COUT, 150))
+        n = int(rng.integers(1, 3))
+        spatial = [int(v) for v in rng.integers(3, 12, 2)]
+        x = rng.standard_normal((n, cin, *spatial)).astype(np.float32)
+        w = rng.standard_normal((cout, cin, *k)).astype(np.float32)
+        exp = R.convolution(x, w, strides, pads, pads_end, dil)
+        out_hw = exp.shape[2:]
+        wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+        bias = rng.standard_normal(cout).astype(np.float32)
+        res = rng.standard_normal(exp.shape).astype(np.float32)
+        if case == "plain":
+            epi, want, args = None, exp, (x,)
+        elif case == "bias_relu":
+            epi = conv.Epilogue(bias, activation.RELU, 0.0, 0.0, False)
+            want, args = np.maximum(exp + bias.reshape(1, -1, 1, 1), 0), (x, None)
+        else:
+            epi = conv.Epilogue(bias, activation.SWISH, 1.0, 0.0, True)
+            z = exp + bias.reshape(1, -1, 1, 1) + res
+            want, args = z / (1 + np.exp(-z)), (x, res)
+        before = len(calls)
+        y = np.array(conv.forward_plan(x.shape, wp, k, strides, dil, pads, out_hw, epi)(*args), copy=True)
+        direct = k == [1, 1] and strides == [1, 1] and pads == [0, 0]
+        fits = 0 < out_hw[0] * out_hw[1] <= (conv.PIXEL_ROWS_DIRECT_MAX if direct else conv.PIXEL_ROWS_MAX)
+        assert (len(calls) > before) == (microgemm.ENABLED and fits), (trial, out_hw)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k[0] * k[1]))
+        with monkeypatch.context() as mp:
+            mp.setattr(conv, "PIXEL_ROWS_MAX", 0)
+            mp.setattr(conv, "PIXEL_ROWS_DIRECT_MAX", 0)
+            other = conv.forward_plan(x.shape, wp, k, strides, dil, pads, out_hw, epi)(*args)
+        np.testing.assert_allclose(y, other, rtol=1e-5, atol=1e-5 * np.sqrt(cin * k[0] * k[1]))
+    assert not microgemm.ENABLED or calls

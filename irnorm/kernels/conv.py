@@ -607,6 +607,9 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
     one_call = (g == 1 and product is _product_narrow and prod(out_shape) < ONE_CALL_MAX and w.flags.c_contiguous
                 and w.dtype.kind == "f")
     one_gemm = blas.gemm_pointer(w.dtype) if one_call else None
+    if (_pixel_rows_fits(x5_shape, g, cpg, w.dtype, kk, s, pb, o3, ck)
+            and not (one_call and _dense_fits(x5_shape, g * cpg, kk, s, d, pb, o3))):  # (the dense map: below)
+        return _pixel_rows_plan(x5_shape, w, out_shape, kk, s, d, pb, o3, epilogue)
     if kk == [1, 1, 1] and s == [1, 1, 1] and pb == [0, 0, 0] and tuple(o3) == x5_shape[2:]:
         if (microgemm.ENABLED and g == 1 and w.dtype == np.float32 and prod(out_shape) >= POINTWISE_MIN_OUTPUTS
                 and cpg > microgemm.MR):
@@ -706,6 +709,146 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         return out
     unfolded.parallel = True  # type: ignore[attr-defined]  # parallel unfolds and a widened BLAS, mostly
     return unfolded
+
+
+# ---- small maps: the product with output pixels as rows ------------------------------------------------------
+# A late stage's dense convolution (ResNet-50's [1, 512, 7, 7] 3x3 -> 512, its 1x1s at 7x7 and 14x14) has
+# few output pixels and many channels: as out [Cout, P] = W [Cout, C*K] @ col [C*K, P] its product is 49-196
+# columns wide, which irnorm's 32-column GEMM panels cover with masked or half panels, and the threads
+# split the columns into two or three blocks.  Transposed -- out^T [P, Cout] = col^T [P, K*C] @ W^T -- the
+# panels are the output channels (full, split evenly over the threads) and the pixels the kernel's rows.
+# pixel_rows_conv copies the input once channels-last and zero-padded, unfolds each output pixel's taps as
+# contiguous runs of C values (no unfold for a 1x1 with unit strides), multiplies on the threads, and writes
+# out = (out^T)^T with the step's epilogue.  The weights are laid out once in panels of NR output channels, each
+# panel's K x NR values contiguous: at batch 1 such a layer is bound by reading its weights from memory (9 MB
+# for ResNet-50's 3x3 -> 512), and one contiguous stream a panel prefetches where rows 2 KB apart did not
+# (in ResNet-50: 1.0 -> 0.70 ms a layer-4 3x3, OpenVINO's 0.66).  Measured on the AVX-512 EPYC, 2 threads,
+# standalone (the path before in brackets): [1, 512, 7, 7] 3x3 -> 512 1.11 -> 0.55 ms [banded], [1, 256, 14, 14]
+# 3x3 -> 256 0.84 -> 0.58 [banded], 3x3 / 2 [1, 512, 14, 14] -> 512 1.34 -> 0.58 and [1, 256, 28, 28] -> 256
+# 1.05 -> 0.63 [banded], 1x1 / 2 [1, 1024, 14, 14] -> 2048 0.95 -> 0.69 [small_gathered], 1x1 [1, 2048, 7, 7]
+# -> 512 0.49 -> 0.33 and [1, 512, 7, 7] -> 2048 0.35 -> 0.31 [pointwise]; a 1x1 with unit strides at 14x14
+# (196 pixels) stays pointwise_rows (0.25 against 0.30).  ResNet-50 at 224x224: 28.4 -> 24.5 ms a call
+# (OpenVINO 19.2).  Where irnorm's GEMM kernels run, float32, one group, a 2-D convolution of at most
+# PIXEL_ROWS_MAX output pixels an image (PIXEL_ROWS_DIRECT_MAX for a 1x1 with unit strides and no padding),
+# at least PIXEL_ROWS_MIN_COUT output channels and PIXEL_ROWS_MIN_DEPTH taps x channels, unless the dense
+# map below takes it.
+PIXEL_ROWS_MAX = 256
+PIXEL_ROWS_DIRECT_MAX = 100  # a 1x1 with unit strides (no unfold either way): pointwise_rows was ahead from 196
+PIXEL_ROWS_MIN_COUT = 64
+PIXEL_ROWS_MIN_DEPTH = 64
+
+
+def _pixel_rows_fits(x5_shape: tuple[int, ...], g: int, cpg: int, dtype: np.dtype, kk, s, pb, o3, ck: int) -> bool:
+    if not (microgemm.ENABLED and g == 1 and dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and x5_shape[2] == 1
+            and cpg >= PIXEL_ROWS_MIN_COUT and ck >= PIXEL_ROWS_MIN_DEPTH):
+        return False
+    pixels = o3[1] * o3[2]
+    direct = kk[1] == kk[2] == 1 and s[1] == s[2] == 1 and pb[1] == pb[2] == 0
+    return 0 < pixels <= (PIXEL_ROWS_DIRECT_MAX if direct else PIXEL_ROWS_MAX)
+
+
+@njit(nogil=True, cache=True, parallel=True, error_model="numpy")
+def pixel_rows_conv(x, wt, out, xh, col, outt, kh, kw, sh, sw, dh, dw, ph, pw, direct, tasks, res, bias, code, p0,
+                    p1, k):  # pragma: no cover - compiled
+    """A float32 2-D convolution by pixel rows (see above): x [N, C, H, W], wt [panels, KH * KW * C, NR] (W^T
+    with the taps (ky, kx, c) in that order, cut into panels of NR output channels, the last one zero-filled),
+    out [N, Cout, OH, OW]; scratch xh [HP * WP * C] (the zero-padded channels-last input), col [OH * OW,
+    KH * KW * C] (unused when `direct`: a 1x1 with unit strides and no padding reads xh as its col), outt
+    [OH * OW, panels * NR].  Each image's panels are cut into `tasks` ranges; its rows finished with the
+    epilogue (epilogue_range)."""
+    n_count, c, h, w = x.shape
+    cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    hp, wp = h + 2 * ph, w + 2 * pw
+    hp = max(hp, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(wp, (ow - 1) * sw + (kw - 1) * dw + 1)
+    p = oh * ow
+    panels, depth, nr = wt.shape
+    wide = panels * nr
+    rows = out.reshape((n_count * cout, p))
+    ot = outt.reshape((p, wide))
+    a = xh.ctypes.data if direct else col.ctypes.data
+    for img in range(n_count):
+        # the input channels-last, zero-padded: xh[(yy * wp + xx) * c + ch]
+        for t in prange(tasks):
+            for yy in range(t * hp // tasks, (t + 1) * hp // tasks):
+                iy = yy - ph
+                for xx in range(wp):
+                    ix = xx - pw
+                    base = (yy * wp + xx) * c
+                    if 0 <= iy < h and 0 <= ix < w:
+                        for ch in range(c):
+                            xh[base + ch] = x[img, ch, iy, ix]
+                    else:
+                        for ch in range(c):
+                            xh[base + ch] = 0.0
+        if not direct:  # each pixel's taps as runs of c values
+            for t in prange(tasks):
+                for q in range(t * p // tasks, (t + 1) * p // tasks):
+                    oy, ox = q // ow, q % ow
+                    for ky in range(kh):
+                        for kx in range(kw):
+                            src = ((oy * sh + ky * dh) * wp + ox * sw + kx * dw) * c
+                            dst = (ky * kw + kx) * c
+                            for ch in range(c):
+                                col[q, dst + ch] = xh[src + ch]
+        for t in prange(tasks):
+            for j in range(t * panels // tasks, (t + 1) * panels // tasks):
+                # a panel's weights are one contiguous stream (read once a call: at batch 1 a late stage's
+                # convolution is bound by reading its weights from memory)
+                microgemm.gemm(np.int64(p), np.int64(nr), np.int64(depth), np.int64(a), np.int64(depth),
+                               np.int64(wt.ctypes.data + 4 * j * depth * nr), np.int64(nr),
+                               np.int64(outt.ctypes.data + 4 * j * nr), np.int64(wide), np.int64(0), np.int64(nr))
+        for t in prange(tasks):
+            r0, r1 = t * cout // tasks, (t + 1) * cout // tasks
+            for c0 in range(r0, r1, 16):
+                c1 = min(r1, c0 + 16)
+                for q in range(p):
+                    for co in range(c0, c1):
+                        rows[img * cout + co, q] = ot[q, co]
+            epilogue_range(rows, res, bias, cout, code, p0, p1, k, img * cout + r0, img * cout + r1)
+
+
+def _pixel_rows_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], kk, s, d, pb, o3,
+                     epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
+    """forward_plan's pixel-rows path (pixel_rows_conv) for float32 inputs [N, C, 1, H, W] and weights
+    w [1, Cout, C * KH * KW], with a fused step's epilogue in the same call."""
+    import numba
+
+    n, c, _, h, wd = x5_shape
+    cout = w.shape[1]
+    kh, kw = kk[1], kk[2]
+    oh, ow = o3[1], o3[2]
+    # W^T with the taps (ky, kx, c) in the order pixel_rows_conv unfolds them, in panels of NR output channels
+    # (zero-filled past Cout): [panels, KH * KW * C, NR]
+    nr = microgemm.NR
+    panels = -(-cout // nr)
+    depth = kh * kw * c
+    wt_full = np.zeros((depth, panels * nr), w.dtype)
+    wt_full[:, :cout] = w[0].reshape(cout, c, kh, kw).transpose(2, 3, 1, 0).reshape(depth, cout)
+    wt = np.ascontiguousarray(wt_full.reshape(depth, panels, nr).transpose(1, 0, 2))
+    del wt_full
+    direct = kh == 1 and kw == 1 and s[1] == 1 and s[2] == 1 and pb[1] == 0 and pb[2] == 0
+    hp = max(h + 2 * pb[1], (oh - 1) * s[1] + (kh - 1) * d[1] + 1)
+    wp = max(wd + 2 * pb[2], (ow - 1) * s[2] + (kw - 1) * d[2] + 1)
+    p = oh * ow
+    threads = numba.config.NUMBA_NUM_THREADS
+    tasks = max(1, min(threads, panels))
+    e = _epilogue_args(epilogue, w.dtype)
+    geometry = (kh, kw, s[1], s[2], d[1], d[2], pb[1], pb[2], direct, tasks)
+    run = entry(pixel_rows_conv, c_array(4, w.dtype), c_array(3, w.dtype), c_array(4, w.dtype), c_array(1, w.dtype),
+                c_array(2, w.dtype), c_array(2, w.dtype), *geometry, c_array(2, w.dtype), e.bias, e.code, e.p0, e.p1,
+                e.k)
+    xh_size, col_shape = hp * wp * c, (0, 1) if direct else (p, kh * kw * c)
+    x4_shape, out4 = (n, c, h, wd), (n, cout, oh, ow)
+
+    def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
+        xh = SCRATCH.get(0, (xh_size,), w.dtype)
+        col = SCRATCH.get(1, col_shape, w.dtype)
+        outt = SCRATCH.get(2, (p, panels * nr), w.dtype)
+        run(np.ascontiguousarray(x).reshape(x4_shape), wt, out.reshape(out4), xh, col, outt, *geometry, res_rows,
+            e.bias, e.code, e.p0, e.p1, e.k)
+    return _fused_plan("pixel_rows", call, lambda: _pixel_rows_plan(x5_shape, w, out_shape, kk, s, d, pb, o3, None),
+                       epilogue, out_shape, w.dtype, e.no_res, tasks > 1)
 
 
 def _banded_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], kk, s, d, pb, o3
