@@ -1257,6 +1257,7 @@ def test_pixel_rows_convolution(monkeypatch, seed, case):
 
     calls = _record_calls(monkeypatch, conv, "pixel_rows_conv", 15)  # its tasks
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
+    monkeypatch.setattr(conv, "PIXEL_ROWS_MIN_MACS", 0)  # (a speed threshold) test sizes take the path too
     rng = np.random.default_rng(100 + seed)
     for trial in range(4):
         k = [int(v) for v in rng.integers(1, 4, 2)] if trial else [1, 1]
@@ -1265,7 +1266,7 @@ def test_pixel_rows_convolution(monkeypatch, seed, case):
         pads = [int(v) for v in rng.integers(0, 3, 2)] if trial else [0, 0]
         pads_end = [int(v) for v in rng.integers(0, 3, 2)] if trial else [0, 0]
         cin = int(rng.integers(-(-conv.PIXEL_ROWS_MIN_DEPTH // (k[0] * k[1])), 80))
-        cout = int(rng.integers(conv.PIXEL_ROWS_MIN_COUT, 150))
+        cout = int(rng.integers(conv.PIXEL_ROWS_MIN_COUT, conv.PIXEL_ROWS_MIN_COUT + 70))
         n = int(rng.integers(1, 3))
         spatial = [int(v) for v in rng.integers(3, 12, 2)]
         x = rng.standard_normal((n, cin, *spatial)).astype(np.float32)

@@ -730,12 +730,13 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
 # (196 pixels) stays pointwise_rows (0.25 against 0.30).  ResNet-50 at 224x224: 28.4 -> 24.5 ms a call
 # (OpenVINO 19.2).  Where irnorm's GEMM kernels run, float32, one group, a 2-D convolution of at most
 # PIXEL_ROWS_MAX output pixels an image (PIXEL_ROWS_DIRECT_MAX for a 1x1 with unit strides and no padding),
-# at least PIXEL_ROWS_MIN_COUT output channels and PIXEL_ROWS_MIN_DEPTH taps x channels, unless the dense
-# map below takes it.
+# at least PIXEL_ROWS_MIN_COUT output channels, PIXEL_ROWS_MIN_DEPTH taps x channels and PIXEL_ROWS_MIN_MACS
+# multiply-adds, unless the dense map below takes it.
 PIXEL_ROWS_MAX = 256
 PIXEL_ROWS_DIRECT_MAX = 100  # a 1x1 with unit strides (no unfold either way): pointwise_rows was ahead from 196
-PIXEL_ROWS_MIN_COUT = 64
+PIXEL_ROWS_MIN_COUT = 192  # [1, 96, 7, 7] 3x3 -> 192 69 against 108 us; -> 128 on 8x8 and 14x14 maps was slower
 PIXEL_ROWS_MIN_DEPTH = 64
+PIXEL_ROWS_MIN_MACS = 1 << 22  # below, four parallel passes cost more than they save (the one-call paths win)
 
 
 def _pixel_rows_fits(x5_shape: tuple[int, ...], g: int, cpg: int, dtype: np.dtype, kk, s, pb, o3, ck: int) -> bool:
@@ -744,7 +745,8 @@ def _pixel_rows_fits(x5_shape: tuple[int, ...], g: int, cpg: int, dtype: np.dtyp
         return False
     pixels = o3[1] * o3[2]
     direct = kk[1] == kk[2] == 1 and s[1] == s[2] == 1 and pb[1] == pb[2] == 0
-    return 0 < pixels <= (PIXEL_ROWS_DIRECT_MAX if direct else PIXEL_ROWS_MAX)
+    return (0 < pixels <= (PIXEL_ROWS_DIRECT_MAX if direct else PIXEL_ROWS_MAX)
+            and x5_shape[0] * cpg * ck * pixels >= PIXEL_ROWS_MIN_MACS)
 
 
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
