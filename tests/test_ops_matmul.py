@@ -441,15 +441,19 @@ def test_narrow_linear_in_a_model(tmp_path):
         np.testing.assert_array_equal(m.run({"x": x})["y"], first)
 
 
-@pytest.mark.parametrize("rows, laid_out", [(-1, True), (16, True), (2, False)])
-def test_transposed_weight_kept_once_in_row_major_layout(tmp_path, rows, laid_out):
+@pytest.mark.parametrize("rows, n, laid_out", [(16, 1536, True), (2, 1536, False), (-1, 512, True), (-1, 1536, False)])
+def test_transposed_weight_kept_once_in_row_major_layout(tmp_path, rows, n, laid_out):
     """A transpose_b weight [N, K] (how exports write linear layers) above the old 1M-element cut: laid out once
     as [K, N] for the GEMM kernels, and the model then holds the weight in that copy alone -- the checked
     graph's constant is the copy's transposed view, with the file's values -- while a product of a few rows
-    known at load time reads the [N, K] original.  Same values as the float64 reference, from the fused and
-    the unfused plans."""
+    known at load time reads the [N, K] original, and so does a dynamic A against a weight above
+    DYNAMIC_LAYOUT_MAX (a one-token call would need the [N, K] rows too).  Same values as the float64
+    reference, from the fused and the unfused plans."""
+    from irnorm.ops.matmul import DYNAMIC_LAYOUT_MAX
+
     rng = np.random.default_rng(11)
-    n, k = 1536, 768  # 1.2M elements
+    k = 768
+    assert (n * k > DYNAMIC_LAYOUT_MAX) == (n == 1536)
     w = rng.standard_normal((n, k)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32)
     from irbuilder import IRBuilder
@@ -468,8 +472,9 @@ def test_transposed_weight_kept_once_in_row_major_layout(tmp_path, rows, laid_ou
         assert not held.flags.c_contiguous and held.T.flags.c_contiguous  # the [K, N] copy, seen as [N, K]
     else:
         assert held.flags.c_contiguous
-    x = rng.standard_normal((16 if rows < 0 else rows, k)).astype(np.float32)
-    want = x.astype(np.float64) @ w.T.astype(np.float64) + bias
-    got = m.run({"x": x})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(irnorm.load(xml, fuse=False).run({"x": x})["y"], got, rtol=1e-5, atol=1e-4)
+    for m_rows in ((16, 1) if rows < 0 else (rows,)):  # a dynamic A: many rows, then one
+        x = rng.standard_normal((m_rows, k)).astype(np.float32)
+        want = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+        got = m.run({"x": x})["y"]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(irnorm.load(xml, fuse=False).run({"x": x})["y"], got, rtol=1e-5, atol=1e-4)

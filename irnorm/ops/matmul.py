@@ -13,7 +13,9 @@ copied once into the [K, N] layout that irnorm's GEMM kernels and OpenBLAS read 
 then keeps the weight only in that copy (``NodeContext.keep_constant_as``: the copy's transposed view
 takes the constant's place, so the [N, K] original is freed where nothing else holds it).  A product
 of a few rows known at load time (NARROW_ROWS: a classifier head) keeps B as it is: its dot products
-read B's [N, K] rows.  A 2-D B against a contiguous batched A is one GEMM over all the batch rows.
+read B's [N, K] rows.  So does a weight above DYNAMIC_LAYOUT_MAX elements when A's shape is dynamic:
+a few-row call (a decoder's next token) would need the [N, K] rows again, and the model would hold
+the weight twice.  A 2-D B against a contiguous batched A is one GEMM over all the batch rows.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ def matmul_shape(a: tuple[int, ...] | None, b: tuple[int, ...] | None, ta: bool,
         out += (mb[-1],)
     return out
 
+
+# Elements of a transposed constant weight laid out as [K, N] when A's shape is not known at load time (4 MiB f32)
+DYNAMIC_LAYOUT_MAX = 1 << 20
 
 # Multiply-adds below which a product by a constant B stays one np.dot call: going through blas.product to
 # irnorm's GEMM kernels costs ~1 us more in Python than the product saves there.
@@ -119,9 +124,12 @@ class MatMul(Op):
         const_b = ctx.inputs[1].value
         b_ready = prep_b(np.asarray(const_b)) if const_b is not None else None
         a_shape = ctx.inputs[0].shape
-        narrow = (a_shape is not None and len(a_shape) >= 2 and all(d >= 0 for d in a_shape)
-                  and math.prod(a_shape[:-1]) <= NARROW_ROWS)
-        if b_ready is not None and b_ready.ndim == 2 and not b_ready.flags.c_contiguous and not narrow:
+        static_a = a_shape is not None and len(a_shape) >= 2 and all(d >= 0 for d in a_shape)
+        narrow = static_a and math.prod(a_shape[:-1]) <= NARROW_ROWS
+        # An A of dynamic shape may come with a few rows (a decoder's one token), whose products read B's [N, K]
+        # rows: a large weight laid out would then be held twice, so it stays as it is (module doc)
+        if (b_ready is not None and b_ready.ndim == 2 and not b_ready.flags.c_contiguous and not narrow
+                and (static_a or b_ready.size <= DYNAMIC_LAYOUT_MAX)):
             # transpose_b weights ([N, K], as exports write linear layers) laid out once as [K, N]: irnorm's GEMM
             # kernels read B's rows in place (a transposed B went to OpenBLAS: BERT-base's [128, 768] x [768, 3072]
             # 2x slower), and OpenBLAS packs a row-major B faster too ([65, 64] x [64, 64]: 8.3 -> 5.4 us)
