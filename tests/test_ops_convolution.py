@@ -1297,3 +1297,19 @@ def test_pixel_rows_convolution(monkeypatch, seed, case):
             other = conv.forward_plan(x.shape, wp, k, strides, dil, pads, out_hw, epi)(*args)
         np.testing.assert_allclose(y, other, rtol=1e-5, atol=1e-5 * np.sqrt(cin * k[0] * k[1]))
     assert not microgemm.ENABLED or calls
+
+
+def test_forward_plan_refuses_weights_of_another_layout():
+    """conv.forward_plan's kernels index by the weights' and input's shapes unchecked: weights not in the
+    prepared [G, Cout/G, C/G * K] layout for this input and filter are refused with a ValueError before any
+    kernel runs (a mistaken call once crashed the process)."""
+    from irnorm.kernels import conv
+
+    x_shape = (1, 8, 5, 5)
+    for bad in (np.zeros((1, 4, 8, 3, 3), np.float32), np.zeros((1, 4, 71), np.float32), np.zeros((4, 72), np.float32)):
+        with pytest.raises(ValueError, match="do not fit"):
+            conv.forward_plan(x_shape, bad, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    with pytest.raises(ValueError, match="do not fit"):
+        conv.forward_plan((1, 8, 5), np.zeros((1, 4, 72), np.float32), (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    good = conv.forward_plan(x_shape, np.ones((2, 4, 36), np.float32), (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    assert good(np.ones(x_shape, np.float32)).shape == (1, 8, 5, 5)

@@ -521,6 +521,10 @@ def forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, di
     caller with constant weights keeps the plan per input shape; a run then costs the allocation, the
     unfold and the product.  With an `epilogue` the plan is ``plan(x, residual)`` (residual None unless
     epilogue.residual) and returns the product with the epilogue applied."""
+    if w.ndim != 3 or len(x_shape) != 2 + len(k_spatial) or w.shape[2] * w.shape[0] != x_shape[1] * prod(k_spatial):
+        # the kernels index by these shapes unchecked: a wrong layout must not reach them (ops/convolution.py
+        # prepares w; this guards other callers)
+        raise ValueError(f"forward_plan: weights {w.shape} do not fit input {x_shape} and filter {tuple(k_spatial)}")
     plan = _forward_plan(x_shape, w, k_spatial, strides, dilations, pads_begin, out_spatial, epilogue)
     if epilogue is None or getattr(plan, "fused", False):
         return plan
