@@ -441,9 +441,10 @@ def test_narrow_linear_in_a_model(tmp_path):
         np.testing.assert_array_equal(m.run({"x": x})["y"], first)
 
 
-@pytest.mark.parametrize("rows, n, laid_out", [(16, 1536, True), (2, 1536, False), (-1, 512, True), (-1, 1536, False)])
+@pytest.mark.parametrize("rows, n, laid_out", [(176, 1536, True), (2, 1536, False), (-1, 512, True), (-1, 1536, False)])
 def test_transposed_weight_kept_once_in_row_major_layout(tmp_path, rows, n, laid_out):
-    """A transpose_b weight [N, K] (how exports write linear layers) above the old 1M-element cut: laid out once
+    """A transpose_b weight [N, K] (how exports write linear layers) above the old 1M-element cut, by an A of more
+    rows than weight_rows_linear takes (test_large_exported_weight_read_in_place): laid out once
     as [K, N] for the GEMM kernels, and the model then holds the weight in that copy alone -- the checked
     graph's constant is the copy's transposed view, with the file's values -- while a product of a few rows
     known at load time reads the [N, K] original, and so does a dynamic A against a weight above
@@ -478,3 +479,126 @@ def test_transposed_weight_kept_once_in_row_major_layout(tmp_path, rows, n, laid
         got = m.run({"x": x})["y"]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
         np.testing.assert_allclose(irnorm.load(xml, fuse=False).run({"x": x})["y"], got, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_weight_rows_kernel_against_the_laid_out_product(seed, monkeypatch):
+    """kernels/linear.py's weight_rows_linear (out^T = W @ A^T with the exported [N, K] weight read in place,
+    A^T laid out per call, out written back transposed): on random shapes -- rows across the admitted range, N
+    and K leaving partial weight chunks, panels and tiles -- and every epilogue form (bias, activation,
+    residual), the bits of the [K, N] path (linear_plan on the weight laid out) and float64's values to
+    rounding, each from a fresh plan's first call (its stages must not overlap: a fused loop once read A^T
+    before it was written)."""
+    from irnorm.kernels import activation, linear, microgemm
+
+    monkeypatch.setattr(linear, "WEIGHT_ROWS_MIN_WEIGHT", 0)  # (a speed threshold) small weights take it too
+    rng = np.random.default_rng(300 + seed)
+    for trial in range(6):
+        rows = int(rng.integers(linear.WEIGHT_ROWS_MIN_ROWS, linear.WEIGHT_ROWS_MAX_ROWS + 1))
+        n, depth = int(rng.integers(1, 300)), int(rng.integers(1, 900))
+        w = rng.standard_normal((n, depth)).astype(np.float32)
+        a = rng.standard_normal((rows, depth)).astype(np.float32)
+        bias = rng.standard_normal(n).astype(np.float32)
+        res = rng.standard_normal((rows, n)).astype(np.float32)
+        for epi, extra in ((None, ()), (activation.Epilogue(bias, -1, 0.0, 0.0, False), ()),
+                           (activation.Epilogue(bias, activation.GELU_ERF, 0.0, 0.0, False), ()),
+                           (activation.Epilogue(bias, -1, 0.0, 0.0, True), (res,))):
+            run = linear.weight_rows_plan(rows, w, epi)
+            if not microgemm.ENABLED:  # AVX2: irnorm's GEMM kernels do not run, nor does this path
+                assert run is None
+                return
+            got = np.full((rows, n), np.nan, np.float32)
+            run(a, got, *extra)
+            laid = np.empty((rows, n), np.float32)
+            with monkeypatch.context() as mp:
+                mp.setattr(linear, "LINEAR_ONE_CALL_MAX", 1 << 40)  # the one-call [K, N] path at every size
+                other = linear.linear_plan(rows, np.ascontiguousarray(w.T), epi)
+            if other is not None:
+                other(a, laid, *extra)
+                np.testing.assert_array_equal(got, laid, err_msg=f"{rows}x{depth} @ {depth}x{n}, trial {trial}")
+            want = a.astype(np.float64) @ w.T.astype(np.float64)
+            if epi is not None:
+                want = want + bias
+                if epi.residual:
+                    want = want + res
+                elif epi.code >= 0:
+                    want = activation.bias_activation_last(want, None, epi.code)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(depth))
+    assert linear.weight_rows_plan(4, w, None) is None  # NARROW_ROWS and below: the dot products
+    assert linear.weight_rows_plan(linear.WEIGHT_ROWS_MAX_ROWS + 1, w, None) is None
+    assert linear.weight_rows_plan(rows, np.asfortranarray(w), None) is None or w.shape[0] == 1 or w.shape[1] == 1
+
+
+@pytest.mark.parametrize("rows", [8, 37, 128, -1])
+@pytest.mark.parametrize("epilogue", ["none", "bias_gelu", "bias_residual"])
+def test_large_exported_weight_read_in_place(tmp_path, monkeypatch, rows, epilogue):
+    """A linear layer's exported weight [N, K] (transpose_b) of at least WEIGHT_ROWS_MIN_WEIGHT elements by an A
+    of WEIGHT_ROWS_MIN_ROWS..WEIGHT_ROWS_MAX_ROWS rows, where irnorm's GEMM kernels run: the product reads the
+    weight in place (weight_rows_linear), the model holds the file's [N, K] array (no [K, N] copy); a dynamic A
+    too, for calls of rows in that range (one row: the dot products; 300 rows: the other paths), its weight above
+    DYNAMIC_LAYOUT_MAX kept as it is.  Fused and unfused, the float64 reference's values, and the bits of the
+    same model with the path switched off (weights laid out as [K, N])."""
+    from irbuilder import IRBuilder
+
+    from irnorm.kernels import linear, microgemm
+    from irnorm.ops.matmul import DYNAMIC_LAYOUT_MAX
+
+    calls = []
+    orig = linear.weight_rows_linear
+    monkeypatch.setattr(linear, "weight_rows_linear", lambda *a: calls.append(a[0].shape[0]) or orig(*a))
+    rng = np.random.default_rng(rows + len(epilogue))
+    k, n = 512, 2100  # 1.05M elements: above DYNAMIC_LAYOUT_MAX (kept as it is for a dynamic A)
+    assert n * k > DYNAMIC_LAYOUT_MAX and n * k >= linear.WEIGHT_ROWS_MIN_WEIGHT
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    b = IRBuilder("linear")
+    x = b.parameter("x", (rows, k), "f32")
+    (h,) = b.layer("MatMul", [x, b.const(w, "w")], [((rows, n), "f32")], {"transpose_b": True}, version="opset1")
+    if epilogue != "none":
+        (h,) = b.layer("Add", [h, b.const(bias)], [((rows, n), "f32")], version="opset1")
+    if epilogue == "bias_gelu":
+        (h,) = b.layer("Gelu", [h], [((rows, n), "f32")], version="opset7")
+    if epilogue == "bias_residual":
+        r = b.parameter("r", (rows, n), "f32")
+        (h,) = b.layer("Add", [h, r], [((rows, n), "f32")], version="opset1")
+    b.result(h)
+    xml = b.save(tmp_path / "linear")
+    m = irnorm.load(xml)
+    held = next(nd for nd in m.graph.nodes if nd.op_type == "Const" and nd.outputs[0].shape == (n, k)).outputs[0].value
+    np.testing.assert_array_equal(held, w)
+    with monkeypatch.context() as mp:
+        mp.setattr(linear, "WEIGHT_ROWS_MIN_ROWS", 1 << 40)  # the path off: the [K, N] layout (static A)
+        laid = irnorm.load(xml)
+        laid_held = next(nd for nd in laid.graph.nodes if nd.op_type == "Const"
+                         and nd.outputs[0].shape == (n, k)).outputs[0].value
+        sizes = (8, 1, 300) if rows < 0 else (rows,)
+        laid_out = {s: laid.run({"x": np.zeros((s, k), np.float32),
+                                 **({"r": np.zeros((s, n), np.float32)} if epilogue == "bias_residual" else {})})
+                    for s in sizes}  # plans are made on first calls: while the path is off
+    assert laid_held.flags.c_contiguous == (rows < 0)  # static: the [K, N] copy; dynamic: as it is
+    takes = microgemm.ENABLED  # AVX2: irnorm's GEMM kernels do not run, nor does this path
+    assert held.flags.c_contiguous == (takes or rows < 0)
+    unfused = irnorm.load(xml, fuse=False)
+    for s in sizes:
+        xs = rng.standard_normal((s, k)).astype(np.float32)
+        feeds = {"x": xs}
+        want = xs.astype(np.float64) @ w.T.astype(np.float64)
+        if epilogue != "none":
+            want = want + bias
+        if epilogue == "bias_gelu":
+            want = R.gelu(want)
+        if epilogue == "bias_residual":
+            feeds["r"] = rng.standard_normal((s, n)).astype(np.float32)
+            want = want + feeds["r"]
+        before = len(calls)
+        got = m.run(feeds)
+        got = next(iter(got.values()))
+        assert (len(calls) > before) == (takes and linear.WEIGHT_ROWS_MIN_ROWS <= s <= linear.WEIGHT_ROWS_MAX_ROWS), s
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        other = next(iter(laid.run(feeds).values()))
+        if rows > 0 or not takes:  # the same GEMM kernels on the [K, N] copy: the same bits
+            np.testing.assert_array_equal(got, other)
+        else:  # a dynamic A's weight stays [N, K]: with the path off, OpenBLAS on its transposed view
+            np.testing.assert_allclose(got, other, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+        np.testing.assert_allclose(next(iter(unfused.run(feeds).values())), got, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    assert laid_out  # (the first calls above ran with the path off)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import PARALLEL_MIN, blas
+from . import PARALLEL_MIN, blas, microgemm
 from .activation import (
     _ACT_CHUNK,
     _K32,
@@ -134,6 +134,14 @@ def _linear_rows(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0
                   ldb, zero, po, n)
     else:
         gemm_nn(gemm_at, blas_int, r1 - r0, n, depth, one, pa, depth, b.ctypes.data, ldb, zero, po, n)
+    _epilogue_rows(out, res, bias, code, p0, p1, k, r0, r1)
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _epilogue_rows(out, res, bias, code, p0, p1, k, r0, r1):  # pragma: no cover
+    """linear()'s epilogue on rows r0..r1-1 of the product out [M, N]: + bias[n] and + res [M, N] (when it has
+    rows), else + bias[n] and the activation `code` (none when negative)."""
+    n = out.shape[1]
     if res.shape[0] > 0:
         has_bias = bias.shape[0] > 0
         for r in range(r0, r1):
@@ -174,6 +182,108 @@ def linear_parallel(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code,
     for t in prange(tasks):
         _linear_rows(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code, p0, p1, k, one, zero,
                      t * rows // tasks, (t + 1) * rows // tasks)
+
+
+# ---- large weights read in place: out^T = W @ A^T ------------------------------------------------------------
+# A linear layer's weight as exports write it, W [N, K] (transpose_b), is the GEMM's left operand here: out^T [N, M]
+# = W @ A^T by irnorm's GEMM kernels, W's rows read in place in chunks of WEIGHT_ROWS_CHUNK (a kernel's 12 rows are
+# 12 sequential streams; a chunk stays in L2 while A^T's column panels pass over it), A^T [K, M] laid out per call,
+# out written back transposed, then the epilogue.  The other way round -- out = A @ W^T with W^T laid out once as
+# [K, N], linear_plan and blas.product below -- a 32-column panel's rows are N floats apart (12 KiB for BERT's
+# [768, 3072]): a depth block of 384 rows touches 384 pages, and at batch 1 the weight comes from memory on every
+# call (BERT-base holds 340 MB of them), which the prefetchers do not follow.  Measured on an AMD EPYC (Zen 4,
+# AVX-512 on 256-bit units), 2 threads, weights not in cache, ms against the [K, N] layout: [128, 768] x [768, 3072]
+# 3.24 / 3.81, [128, 3072] x [3072, 768] 3.68 / 3.90, [128, 768] x [768, 768] 0.76 / 0.91, [32, 768] x [768, 3072]
+# 0.95 / 1.33, [8, 768] x [768, 3072] 0.50 / 1.06, [197, 768] x [768, 3072] 4.90 / 5.17; from 256 rows the [K, N]
+# layout is level or ahead (its weight reuse grows with the rows, these transposes with them: [1024, 768] x [768,
+# 768] 8.0 / 5.6), and up to NARROW_ROWS rows the dot products on W's rows are (0.26 against 0.48).  Whole calls,
+# one process holding the model twice, calls alternating (median of the pairs' ratios): BERT-base at 128 tokens
+# 0.83-0.95 of the [K, N] layout's time over six runs, GPT-2 0.92, SmolLM-sized LLaMA 0.92, Swin-T 0.96; ViT-B/16's
+# 197 rows were level to 12% slower inside the network (hence WEIGHT_ROWS_MAX_ROWS 160).  The weight needs no copy:
+# the model holds the exported [N, K] array (a dynamic-shape export's large weights too, which the [K, N] path left
+# to OpenBLAS).  Each value of out is the same fused multiply-adds in the same order as the [K, N] path's (irnorm's
+# GEMM kernels: one chain over k in KC blocks, whichever operand is which), and the epilogue's operations are
+# linear()'s: the two paths agree bit for bit.  Float32 where irnorm's GEMM kernels run (AVX-512), weights of at
+# least WEIGHT_ROWS_MIN_WEIGHT elements (beyond L2), A of WEIGHT_ROWS_MIN_ROWS to WEIGHT_ROWS_MAX_ROWS rows.
+WEIGHT_ROWS_MIN_WEIGHT = 1 << 19
+WEIGHT_ROWS_MIN_ROWS = NARROW_ROWS + 1
+WEIGHT_ROWS_MAX_ROWS = 160
+WEIGHT_ROWS_CHUNK = 96  # 48-192 within 3% of each other at K = 768; 96-192 ahead at K = 3072
+_TILE = 16  # the transposes' square tiles
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _transpose_cols(x, y, c0, c1):  # pragma: no cover
+    """y[c, r] = x[r, c] for columns c0..c1-1 of x [R, C] (y [C, R]), in square tiles."""
+    rows = x.shape[0]
+    for i0 in range(0, rows, _TILE):
+        i1 = min(i0 + _TILE, rows)
+        for j0 in range(c0, c1, _TILE):
+            j1 = min(j0 + _TILE, c1)
+            for j in range(j0, j1):
+                for i in range(i0, i1):
+                    y[np.uintp(j), np.uintp(i)] = x[np.uintp(i), np.uintp(j)]
+
+
+# fusion off: Numba fuses consecutive prange loops of one range when it sees no array flowing between them, and it
+# does not see A^T and out^T read through their addresses -- fused, a thread's products read A^T before the other
+# thread had written it (wrong columns on a first call: measured)
+@njit(nogil=True, cache=True, parallel={"fusion": False}, error_model="numpy")
+def weight_rows_linear(a, w, out, at, outt, res, bias, code, p0, p1, k, tasks):  # pragma: no cover
+    """out [M, N] = a [M, K] @ w [N, K]^T, then linear()'s epilogue (+ bias[n], + res [M, N] when it has rows, or
+    the activation `code`), float32, by irnorm's GEMM kernels with w as the left operand (see above); scratch
+    at [K, M] and outt [N, M].  Each stage's work is cut into `tasks` ranges on Numba's threads."""
+    m, depth = a.shape
+    n = w.shape[0]
+    for t in prange(tasks):
+        _transpose_cols(a, at, t * depth // tasks, (t + 1) * depth // tasks)
+    chunks = (n + WEIGHT_ROWS_CHUNK - 1) // WEIGHT_ROWS_CHUNK
+    for t in prange(tasks):
+        for q in range(t * chunks // tasks, (t + 1) * chunks // tasks):
+            r0 = q * WEIGHT_ROWS_CHUNK
+            microgemm.gemm(np.int64(min(WEIGHT_ROWS_CHUNK, n - r0)), np.int64(m), np.int64(depth),
+                           np.int64(w.ctypes.data + 4 * r0 * depth), np.int64(depth), np.int64(at.ctypes.data),
+                           np.int64(m), np.int64(outt.ctypes.data + 4 * r0 * m), np.int64(m), np.int64(0),
+                           np.int64(m))
+    for t in prange(tasks):
+        r0, r1 = t * m // tasks, (t + 1) * m // tasks
+        _transpose_cols(outt, out, r0, r1)
+        _epilogue_rows(out, res, bias, code, p0, p1, k, r0, r1)
+
+
+def weight_rows_fits(rows: int, n: int, depth: int, dtype: np.dtype) -> bool:
+    """A product of [rows, depth] by a constant weight [n, depth]^T takes weight_rows_linear (see above)."""
+    return (microgemm.ENABLED and dtype == np.float32 and WEIGHT_ROWS_MIN_ROWS <= rows <= WEIGHT_ROWS_MAX_ROWS
+            and n * depth >= WEIGHT_ROWS_MIN_WEIGHT)
+
+
+def weight_rows_plan(rows: int, w: np.ndarray, epilogue: Epilogue | None) -> Callable[..., None] | None:
+    """For A of `rows` rows and the constant weight w [N, K] (C-contiguous float32): ``run(a_rows, out_rows[,
+    res_rows])`` doing weight_rows_linear into the caller's out [rows, N]; None where weight_rows_fits does not
+    hold, w is not laid out so, or the epilogue is not one it takes (a bias of another length, a residual followed
+    by an activation)."""
+    if w.ndim != 2 or not w.flags.c_contiguous or not weight_rows_fits(rows, w.shape[0], w.shape[1], w.dtype):
+        return None
+    if epilogue is not None and epilogue.residual and epilogue.code >= 0:
+        return None
+    n, depth = w.shape
+    tail = _epilogue_args(w.dtype, n, epilogue)
+    if tail is None:
+        return None
+    import numba
+
+    from .pool import SCRATCH
+
+    tasks = max(1, numba.config.NUMBA_NUM_THREADS)
+    no_res = np.zeros((0, 1), w.dtype)
+    arr = c_array(2, w.dtype)
+    call = entry(weight_rows_linear, arr, w, arr, arr, arr, no_res, *tail, tasks)
+
+    def run(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
+        at = SCRATCH.get(3, (depth, rows), w.dtype)
+        outt = SCRATCH.get(4, (n, rows), w.dtype)
+        call(a_rows, w, out_rows, at, outt, res_rows, *tail, tasks)
+    return run
 
 
 def linear_plan(rows: int, b: np.ndarray, epilogue: Epilogue | None,

@@ -11,7 +11,12 @@ at load time) is prepared once when the kernel is built: f16/bf16 converted to f
 layout; an f32/f64 weight stored transposed ([N, K] with transpose_b, how exports write linear layers)
 copied once into the [K, N] layout that irnorm's GEMM kernels and OpenBLAS read fastest, and the model
 then keeps the weight only in that copy (``NodeContext.keep_constant_as``: the copy's transposed view
-takes the constant's place, so the [N, K] original is freed where nothing else holds it).  A product
+takes the constant's place, so the [N, K] original is freed where nothing else holds it).  Except a
+large one (from 512K elements) by an A of 5-160 rows, where irnorm's GEMM kernels run (AVX-512): its
+product reads the exported [N, K] rows in place as out^T = W @ A^T (kernels/linear.py's
+weight_rows_linear: the weight streams from memory every call at these sizes, and its rows stream
+where the [K, N] layout's do not) -- no copy; so does a dynamic A's product of 5-160 rows by a weight
+kept as it is (above DYNAMIC_LAYOUT_MAX, below).  A product
 of a few rows known at load time (NARROW_ROWS: a classifier head) keeps B as it is: its dot products
 read B's [N, K] rows.  So does a weight above DYNAMIC_LAYOUT_MAX elements when A's shape is dynamic:
 a few-row call (a decoder's next token) would need the [N, K] rows again, and the model would hold
@@ -84,7 +89,8 @@ class MatMul(Op):
            "floats through numpy's BLAS (f16/bf16 in float32; with AVX-512 float32 products by a constant B of at "
            "least 64K multiply-adds by irnorm's register-blocked GEMM kernels), integers in their own type; a "
            "constant B is "
-           "laid out once at load time; a product of at most 4 rows by a constant B (a classifier head, one "
+           "laid out once at load time, except a large transposed weight by an A of 5-160 rows, read in place "
+           "(AVX-512); a product of at most 4 rows by a constant B (a classifier head, one "
            "token) as dot products in Numba against B's [N, K] rows, its columns split over the threads when large.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
@@ -104,7 +110,7 @@ class MatMul(Op):
         a small one by a constant B (kernels/linear.py), else as a pass of its own.  With a residual the
         kernel is on [A, B, R]: (A @ B + bias) + R, then the activation."""
         from ..kernels import blas  # lazy: validate and --help never import the kernels
-        from ..kernels.linear import NARROW_ROWS, linear_plan
+        from ..kernels.linear import NARROW_ROWS, linear_plan, weight_rows_fits, weight_rows_plan
 
         ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
         dtype = ELEMENT_TYPES[ctx.inputs[0].dtype]
@@ -126,10 +132,14 @@ class MatMul(Op):
         a_shape = ctx.inputs[0].shape
         static_a = a_shape is not None and len(a_shape) >= 2 and all(d >= 0 for d in a_shape)
         narrow = static_a and math.prod(a_shape[:-1]) <= NARROW_ROWS
+        # A large exported weight [N, K] that a static A's product reads in place (kernels/linear.py's
+        # weight_rows_linear): no layout, no copy
+        in_place = (static_a and b_ready is not None and b_ready.ndim == 2 and b_ready.T.flags.c_contiguous
+                    and weight_rows_fits(math.prod(a_shape[:-1]), b_ready.shape[1], b_ready.shape[0], b_ready.dtype))
         # An A of dynamic shape may come with a few rows (a decoder's one token), whose products read B's [N, K]
         # rows: a large weight laid out would then be held twice, so it stays as it is (module doc)
         if (b_ready is not None and b_ready.ndim == 2 and not b_ready.flags.c_contiguous and not narrow
-                and (static_a or b_ready.size <= DYNAMIC_LAYOUT_MAX)):
+                and not in_place and (static_a or b_ready.size <= DYNAMIC_LAYOUT_MAX)):
             # transpose_b weights ([N, K], as exports write linear layers) laid out once as [K, N]: irnorm's GEMM
             # kernels read B's rows in place (a transposed B went to OpenBLAS: BERT-base's [128, 768] x [768, 3072]
             # 2x slower), and OpenBLAS packs a row-major B faster too ([65, 64] x [64, 64]: 8.3 -> 5.4 us)
@@ -174,9 +184,13 @@ class MatMul(Op):
                 plan = rows_plans.get(a.shape)
                 if plan is None:
                     rows = math.prod(a.shape[:-1])
-                    blocks = blas.column_blocks(rows, b_ready.shape[-1], a.shape[-1])
+                    # the exported weight [N, K] read in place where it is held so (a large one: above)
+                    one = weight_rows_plan(rows, b_ready.T, epilogue) if b_ready.T.flags.c_contiguous else None
+                    blocks = None if one is not None else blas.column_blocks(rows, b_ready.shape[-1], a.shape[-1])
+                    if one is None and blocks is None:
+                        one = linear_plan(rows, b_ready, epilogue, b_rows)
                     plan = (a.shape[:-1] + (b_ready.shape[-1],), (rows, a.shape[-1]), (rows, b_ready.shape[-1]),
-                            blocks, linear_plan(rows, b_ready, epilogue, b_rows) if blocks is None else None)
+                            blocks, one)
                     if len(rows_plans) < 64:
                         rows_plans[a.shape] = plan
                 y_shape, a_rows, y_rows, blocks, one_call = plan
