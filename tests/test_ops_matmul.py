@@ -545,7 +545,7 @@ def test_large_exported_weight_read_in_place(tmp_path, monkeypatch, rows, epilog
 
     calls = []
     orig = linear.weight_rows_linear
-    monkeypatch.setattr(linear, "weight_rows_linear", lambda *a: calls.append(a[0].shape[0]) or orig(*a))
+    monkeypatch.setattr(linear, "weight_rows_linear", lambda *a: calls.append(a[6]) or orig(*a))  # (its rows)
     rng = np.random.default_rng(rows + len(epilogue))
     k, n = 512, 2100  # 1.05M elements: above DYNAMIC_LAYOUT_MAX (kept as it is for a dynamic A)
     assert n * k > DYNAMIC_LAYOUT_MAX and n * k >= linear.WEIGHT_ROWS_MIN_WEIGHT

@@ -227,14 +227,21 @@ def _transpose_cols(x, y, c0, c1):  # pragma: no cover
 
 # fusion off: Numba fuses consecutive prange loops of one range when it sees no array flowing between them, and it
 # does not see A^T and out^T read through their addresses -- fused, a thread's products read A^T before the other
-# thread had written it (wrong columns on a first call: measured)
+# thread had written it (wrong columns on a first call: measured).  Every operand is passed by address, so the
+# kernel has one compiled form whatever the flags of the caller's arrays: with a read-only weight (a model's
+# constant) compiled first, a second form for writable ones computed garbage (measured; not understood, avoided).
 @njit(nogil=True, cache=True, parallel={"fusion": False}, error_model="numpy")
-def weight_rows_linear(a, w, out, at, outt, res, bias, code, p0, p1, k, tasks):  # pragma: no cover
-    """out [M, N] = a [M, K] @ w [N, K]^T, then linear()'s epilogue (+ bias[n], + res [M, N] when it has rows, or
-    the activation `code`), float32, by irnorm's GEMM kernels with w as the left operand (see above); scratch
-    at [K, M] and outt [N, M].  Each stage's work is cut into `tasks` ranges on Numba's threads."""
-    m, depth = a.shape
-    n = w.shape[0]
+def weight_rows_linear(a_at, w_at, out_at, at_at, outt_at, res_at, m, n, depth, bias, code, p0, p1, k,
+                       tasks):  # pragma: no cover
+    """out [m, n] = a [m, depth] @ w [n, depth]^T, then linear()'s epilogue (+ bias[n], + res [m, n] when res_at is
+    not 0, or the activation `code`), float32, by irnorm's GEMM kernels with w as the left operand (see above);
+    every array C-contiguous float32 at the address given, scratch at [depth, m] and outt [n, m].  Each stage's
+    work is cut into `tasks` ranges on Numba's threads."""
+    a = microgemm._view(a_at, m * depth).reshape((m, depth))
+    at = microgemm._view(at_at, depth * m).reshape((depth, m))
+    outt = microgemm._view(outt_at, n * m).reshape((n, m))
+    out = microgemm._view(out_at, m * n).reshape((m, n))
+    res = microgemm._view(res_at, m * n).reshape((m, n)) if res_at != 0 else np.zeros((0, 1), np.float32)
     for t in prange(tasks):
         _transpose_cols(a, at, t * depth // tasks, (t + 1) * depth // tasks)
     chunks = (n + WEIGHT_ROWS_CHUNK - 1) // WEIGHT_ROWS_CHUNK
@@ -242,9 +249,8 @@ def weight_rows_linear(a, w, out, at, outt, res, bias, code, p0, p1, k, tasks): 
         for q in range(t * chunks // tasks, (t + 1) * chunks // tasks):
             r0 = q * WEIGHT_ROWS_CHUNK
             microgemm.gemm(np.int64(min(WEIGHT_ROWS_CHUNK, n - r0)), np.int64(m), np.int64(depth),
-                           np.int64(w.ctypes.data + 4 * r0 * depth), np.int64(depth), np.int64(at.ctypes.data),
-                           np.int64(m), np.int64(outt.ctypes.data + 4 * r0 * m), np.int64(m), np.int64(0),
-                           np.int64(m))
+                           np.int64(w_at + 4 * r0 * depth), np.int64(depth), np.int64(at_at), np.int64(m),
+                           np.int64(outt_at + 4 * r0 * m), np.int64(m), np.int64(0), np.int64(m))
     for t in prange(tasks):
         r0, r1 = t * m // tasks, (t + 1) * m // tasks
         _transpose_cols(outt, out, r0, r1)
@@ -275,14 +281,18 @@ def weight_rows_plan(rows: int, w: np.ndarray, epilogue: Epilogue | None) -> Cal
     from .pool import SCRATCH
 
     tasks = max(1, numba.config.NUMBA_NUM_THREADS)
-    no_res = np.zeros((0, 1), w.dtype)
-    arr = c_array(2, w.dtype)
-    call = entry(weight_rows_linear, arr, w, arr, arr, arr, no_res, *tail, tasks)
+    bias, code, p0, p1, k = tail
+    bias = np.array(bias, copy=True)  # the kernel's own (writable) array: one compiled form (above)
+    w_at = w.ctypes.data
+    call = entry(weight_rows_linear, w_at, w_at, w_at, w_at, w_at, w_at, rows, n, depth, bias, code, p0, p1, k, tasks)
 
-    def run(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray = no_res) -> None:
+    def run(a_rows: np.ndarray, out_rows: np.ndarray, res_rows: np.ndarray | None = None) -> None:
+        # the caller's arrays: C-contiguous float32 of these shapes (MatMul's rows path checks them)
         at = SCRATCH.get(3, (depth, rows), w.dtype)
         outt = SCRATCH.get(4, (n, rows), w.dtype)
-        call(a_rows, w, out_rows, at, outt, res_rows, *tail, tasks)
+        res_at = 0 if res_rows is None or res_rows.shape[0] == 0 else res_rows.ctypes.data
+        call(a_rows.ctypes.data, w_at, out_rows.ctypes.data, at.ctypes.data, outt.ctypes.data, res_at, rows, n,
+             depth, bias, code, p0, p1, k, tasks)
     return run
 
 
