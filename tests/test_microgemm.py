@@ -1,8 +1,9 @@
 """kernels/microgemm.py: irnorm's float32 GEMM kernels against a float64 numpy product over random shapes
 (every tail: rows below a block, half and narrower last panels, depths across several KC blocks), the
 column cut not changing a bit, tiles of several shapes.  The driver is called directly, so it is checked on
-any x86-64 with AVX2 (LLVM lowers its 32-wide vectors there too), although networks use it only where Numba
-compiles for AVX-512; elsewhere products stay OpenBLAS's (checked in a process compiling for Haswell)."""
+any x86-64 with AVX2, with this CPU's tiles (12 x 32 with AVX-512, 6 x 16 with AVX2 alone; the AVX2 ones also in a
+process compiling for Haswell: tests/test_avx2_target.py, as is a target without AVX2, where products stay
+OpenBLAS's)."""
 
 from __future__ import annotations
 
@@ -120,38 +121,16 @@ def test_batched_product_through_blas_product():
     np.testing.assert_array_equal(out64, np.matmul(a64, b64))
 
 
-def test_without_avx512_products_stay_openblas():
-    """Where Numba compiles for a CPU without AVX-512 (an AVX2-only machine; here NUMBA_CPU_NAME=haswell in a
-    process of its own) irnorm's kernels are off and float32 products are OpenBLAS's: the bits of np.matmul."""
-    import os
-    import subprocess
-    import sys
-
-    code = "\n".join([
-        "import numpy as np",
-        "from irnorm.kernels import blas, microgemm",
-        "assert not microgemm.ENABLED",
-        "rng = np.random.default_rng(5)",
-        "blas.enter()",
-        "a = rng.standard_normal((3, 65, 64)).astype(np.float32)",
-        "b = rng.standard_normal((64, 192)).astype(np.float32)",
-        "out = np.empty((3, 65, 192), np.float32)",
-        "blas.product(a, b, out, None)",
-        "assert np.array_equal(out, np.matmul(a, b))",
-        "print('ok')",
-    ])
-    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
-
-
 def test_enabled_follows_this_cpu():
     import llvmlite.binding as ll
     import numba
 
     if numba.config.CPU_NAME:
         pytest.skip("NUMBA_CPU_NAME set: the target is not this CPU")
-    assert microgemm.ENABLED == bool(ll.get_host_cpu_features().get("avx512f", False))
+    host = ll.get_host_cpu_features()
+    assert microgemm.AVX512 == bool(host.get("avx512f", False))
+    assert microgemm.ENABLED == bool(host.get("avx2", False) and host.get("fma", False))
+    assert (microgemm.MR, microgemm.NR) == ((12, 32) if microgemm.AVX512 else (6, 16))
 
 
 def test_rows_by_offset_are_the_gathered_product():

@@ -274,7 +274,7 @@ def _blocks_on_numba(gemm: Any, a: np.ndarray, b: np.ndarray, out: np.ndarray,
 
 def _micro_on_numba(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """out = a @ b as one call of irnorm's float32 kernels (blas_blocks.micro_product) on the calling thread,
-    when they are enabled (AVX-512) and all three are float32 and laid out for it; False (nothing done)
+    when they are enabled (AVX2 + FMA) and all three are float32 and laid out for it; False (nothing done)
     otherwise."""
     if a.dtype != np.float32 or b.dtype != np.float32 or 0 in out.shape or out.size * a.shape[-1] < MICRO_MIN:
         return False

@@ -56,8 +56,8 @@ def call_gemm(typingctx, address, blas_int, order, trans_a, trans_b, m, n, k, al
 
 def gemm_nn(gemm_at, blas_int, m, n, k, one, a, lda, b, ldb, zero, c, ldc):  # pragma: no cover - compiled
     """C [m, n] = A [m, k] @ B [k, n], row-major, all given as addresses with row strides in elements: float32
-    by irnorm's register-blocked kernels where they are enabled (kernels/microgemm.py, AVX-512: 1.6-2x numpy's
-    OpenBLAS on the products networks have), else and for float64 by cblas_?gemm.  Called from compiled
+    by irnorm's register-blocked kernels where they are enabled (kernels/microgemm.py, AVX2 + FMA; with AVX-512
+    1.6-2x numpy's OpenBLAS on the products networks have), else and for float64 by cblas_?gemm.  Called from compiled
     kernels only (the overload below)."""
     raise NotImplementedError
 

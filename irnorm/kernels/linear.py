@@ -203,7 +203,7 @@ def linear_parallel(gemm_at, blas_int, a, b, trans_b, ldb, out, res, bias, code,
 # the model holds the exported [N, K] array (a dynamic-shape export's large weights too, which the [K, N] path left
 # to OpenBLAS).  Each value of out is the same fused multiply-adds in the same order as the [K, N] path's (irnorm's
 # GEMM kernels: one chain over k in KC blocks, whichever operand is which), and the epilogue's operations are
-# linear()'s: the two paths agree bit for bit.  Float32 where irnorm's GEMM kernels run (AVX-512), weights of at
+# linear()'s: the two paths agree bit for bit.  Float32 where irnorm's GEMM kernels run (AVX2 + FMA), weights of at
 # least WEIGHT_ROWS_MIN_WEIGHT elements (beyond L2), A of WEIGHT_ROWS_MIN_ROWS to WEIGHT_ROWS_MAX_ROWS rows.
 WEIGHT_ROWS_MIN_WEIGHT = 1 << 19
 WEIGHT_ROWS_MIN_ROWS = NARROW_ROWS + 1

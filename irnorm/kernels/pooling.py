@@ -264,8 +264,9 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
 # branches of _inside_windows
 _MAX_INSIDE = {(3, 3, 2, 2): 0, (3, 3, 1, 1): 1, (2, 2, 2, 2): 2}
 # Values-only float32 3x3 / 2 windows (ResNet's stem pool) take the vector-row kernel where irnorm's vector
-# kernels run (AVX-512, as kernels/microgemm.py's): window number _VECTOR_3X3.  [1, 64, 32, 32] 22.5 -> 16.2
-# us; 2x2 / 2 windows measured slower that way ([1, 8, 300, 300] 26 -> 39) and keep the loop.
+# kernels run (AVX2 + FMA, as kernels/microgemm.py's): window number _VECTOR_3X3.  [1, 64, 32, 32] 22.5 -> 16.2
+# us with AVX-512 (ResNet-18's whole pool step 38 -> 29 us compiling for Haswell); 2x2 / 2 windows measured
+# slower that way ([1, 8, 300, 300] 26 -> 39) and keep the loop.
 VECTOR_ROWS = microgemm.ENABLED
 _VECTOR_3X3 = len(_MAX_INSIDE)
 

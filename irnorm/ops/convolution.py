@@ -296,7 +296,7 @@ class Convolution(_ForwardBase):
     opsets = (1, None)
     doc = ("data [N, C_in, spatial...] (1-D to 3-D), filter [C_out, C_in, k...]; strides, dilations, explicit "
            "pads or auto_pad valid/same_upper/same_lower; im2col (Numba, parallel) + one batched GEMM (float32 "
-           "by irnorm's register-blocked kernels with AVX-512, else BLAS); "
+           "by irnorm's register-blocked kernels with AVX2 + FMA, else BLAS); "
            "larger 2-D ones band by band of output rows (an L2-sized unfold and one GEMM per band, bands "
            "over the threads), few output channels by a direct kernel; small ones (one single-threaded GEMM -- "
            "dot products in Numba for at most 4 output pixels -- or a serial direct kernel) and a fused step's "

@@ -12,7 +12,7 @@ layout; an f32/f64 weight stored transposed ([N, K] with transpose_b, how export
 copied once into the [K, N] layout that irnorm's GEMM kernels and OpenBLAS read fastest, and the model
 then keeps the weight only in that copy (``NodeContext.keep_constant_as``: the copy's transposed view
 takes the constant's place, so the [N, K] original is freed where nothing else holds it).  Except a
-large one (from 512K elements) by an A of 5-160 rows, where irnorm's GEMM kernels run (AVX-512): its
+large one (from 512K elements) by an A of 5-160 rows, where irnorm's GEMM kernels run (AVX2 + FMA): its
 product reads the exported [N, K] rows in place as out^T = W @ A^T (kernels/linear.py's
 weight_rows_linear: the weight streams from memory every call at these sizes, and its rows stream
 where the [K, N] layout's do not) -- no copy; so does a dynamic A's product of 5-160 rows by a weight
@@ -86,11 +86,11 @@ class MatMul(Op):
     ])
     inputs = (2, 2)
     doc = ("A [..., M, K] x B [..., K, N], batch dims broadcast (numpy rule), 1-D operands as in the spec; "
-           "floats through numpy's BLAS (f16/bf16 in float32; with AVX-512 float32 products by a constant B of at "
+           "floats through numpy's BLAS (f16/bf16 in float32; with AVX2 + FMA float32 products by a constant B of at "
            "least 64K multiply-adds by irnorm's register-blocked GEMM kernels), integers in their own type; a "
            "constant B is "
            "laid out once at load time, except a large transposed weight by an A of 5-160 rows, read in place "
-           "(AVX-512); a product of at most 4 rows by a constant B (a classifier head, one "
+           "(AVX2 + FMA); a product of at most 4 rows by a constant B (a classifier head, one "
            "token) as dot products in Numba against B's [N, K] rows, its columns split over the threads when large.")
 
     def infer(self, ctx: NodeContext) -> list[TensorInfo]:
