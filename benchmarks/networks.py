@@ -11,6 +11,8 @@ normalizations as nodes of their own (MVN, RMS); both with per-layer timing swit
     python benchmarks/networks.py --lockstep --rounds 2   # both processes alive, taking turns in bursts
     python benchmarks/networks.py --dir .cache/networks_full   # full-size ResNet-50, BERT-base, ViT-B/16, ...
                                                               # (written by tools/make_networks.py --full)
+    NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES= ONEDNN_MAX_CPU_ISA=AVX2 OV_CPU_MAX_ISA=AVX2 \
+        python benchmarks/networks.py --lockstep          # both contenders held to AVX2 on an AVX-512 machine
 
 On a shared VM whose speed drifts by up to 2x within minutes, process-per-round medians of the same
 commit disagree by up to 1.8x; --lockstep cancels most of that drift (each burst pair is a few
