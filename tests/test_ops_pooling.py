@@ -237,11 +237,11 @@ def test_vgg_style_head_from_openvino_at_two_dynamic_shapes(tmp_path):
 
 
 @pytest.mark.parametrize("shape, pad", [((1, 64, 32, 32), 1), ((2, 5, 17, 23), 1), ((1, 3, 40, 9), 0),
-                                        ((1, 4, 9, 70), 1)])
+                                        ((1, 4, 9, 70), 1), ((1, 6, 15, 20), 2), ((1, 2, 4, 40), 2)])
 def test_max_pool_3x3_stride_2_vector_rows(shape, pad):
     """Values-only float32 3x3 / 2 max pools (ResNet's stem pool) take the vector-row kernel inside the input
-    where irnorm's vector kernels run (kernels/rowvec.py): the rule's values, NaN, infinities and ties
-    included, and the loop's bits."""
+    where irnorm's vector kernels run (kernels/rowvec.py), and in the inside columns of rows cut by the top or
+    bottom padding: the rule's values, NaN, infinities and ties included, and the loop's bits."""
     from irnorm.kernels import microgemm, pooling
 
     rng = np.random.default_rng(sum(shape))

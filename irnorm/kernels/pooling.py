@@ -130,17 +130,33 @@ def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
 def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw, sh):  # pragma: no cover
     """_max_inside's values for float32 windows of column stride 2 by rowvec.max_rows (16 outputs of four
     rows a call, each tap one masked load of the input row with its even lanes picked): the same rule, so
-    the same values and NaN."""
+    the same values and NaN.  Also the output rows above y_lo and from y_hi on (windows cut by the top or
+    bottom padding) in the inside columns x_lo..x_hi-1: their taps are the rows inside the input, in the same
+    order (the first tap inside first), so again _max_values_clipped's values; _max_values_border then skips
+    them (rows_done).  A row whose window lies wholly in the padding is left to it."""
     h, w = x.shape[2], x.shape[3]
     oh_count, ow_count = out.shape[2], out.shape[3]
     offs = np.empty(kh * kw, np.int64)
     for b in range(kh):
         for c in range(kw):
-            offs[b * kw + c] = b * w + c
+            offs[b * kw + c] = b * w + c  # (the first r * kw of them: a window's first r rows)
     vw, four = rowvec.VW, rowvec.TAP_ROWS
     for p in range(p_lo, p_hi):
         plane = x.ctypes.data + 4 * p * h * w
         dst_plane = out.ctypes.data + 4 * p * oh_count * ow_count
+        for oh in range(oh_count):
+            if y_lo <= oh < y_hi:
+                continue
+            y0 = oh * sh - ph
+            ya = y0 if y0 > 0 else 0
+            yb = y0 + kh if y0 + kh < h else h
+            if yb <= ya:
+                continue
+            src = plane + 4 * (ya * w - pw)
+            dst = dst_plane + 4 * oh * ow_count
+            for j0 in range(x_lo, x_hi, vw):
+                rowvec.max_rows_2x1(src + 8 * j0, w, offs.ctypes.data, 0, (yb - ya) * kw, dst + 4 * j0, ow_count,
+                                    min(vw, x_hi - j0))
         oh = y_lo
         while oh < y_hi:
             block = y_hi - oh >= four
@@ -185,7 +201,10 @@ def _max_inside_parallel(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, 
             _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
         else:
             _inside_windows(x, out, idx, pb, y_lo, y_hi, x_lo, x_hi, p0, p1, window, False)
-            _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
+            if window == _VECTOR_3X3:  # (its top and bottom rows' inside columns done: _max_inside_rows)
+                _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, True)
+            else:
+                _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, False)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -237,8 +256,10 @@ def _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
-    """Planes p0..p1-1 of a 2-D pool without dilation: the windows that reach into the padding."""
+def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, rows_done):
+    """Planes p0..p1-1 of a 2-D pool without dilation: the windows that reach into the padding (with
+    `rows_done`, those of the rows outside y_lo..y_hi-1 in the inside columns are left alone where some of
+    the window's rows are inside the input: _max_inside_rows wrote them)."""
     H = x.shape[2]
     OH, OW = out.shape[2], out.shape[3]
     kh, kw, sh, sw, ph, pw = k[1], k[2], s[1], s[2], pb[1], pb[2]
@@ -250,7 +271,7 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi):
             ya = y0 if y0 > 0 else 0
             yb = y0 + kh
             yb = yb if yb < H else H
-            if y_lo <= oh < y_hi:
+            if y_lo <= oh < y_hi or (rows_done and yb > ya):
                 for ow in range(left):
                     _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low)
                 for ow in range(x_hi, OW):
