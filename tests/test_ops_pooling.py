@@ -237,11 +237,13 @@ def test_vgg_style_head_from_openvino_at_two_dynamic_shapes(tmp_path):
 
 
 @pytest.mark.parametrize("shape, pad", [((1, 64, 32, 32), 1), ((2, 5, 17, 23), 1), ((1, 3, 40, 9), 0),
-                                        ((1, 4, 9, 70), 1), ((1, 6, 15, 20), 2), ((1, 2, 4, 40), 2)])
+                                        ((1, 4, 9, 70), 1), ((1, 6, 15, 20), 2), ((1, 2, 4, 40), 2),
+                                        ((1, 2, 3, 3), 1), ((2, 3, 5, 2), 1), ((1, 3, 6, 7), 3)])
 def test_max_pool_3x3_stride_2_vector_rows(shape, pad):
     """Values-only float32 3x3 / 2 max pools (ResNet's stem pool) take the vector-row kernel inside the input
-    where irnorm's vector kernels run (kernels/rowvec.py), and in the inside columns of rows cut by the top or
-    bottom padding: the rule's values, NaN, infinities and ties included, and the loop's bits."""
+    where irnorm's vector kernels run (kernels/rowvec.py), and so do the windows cut by the padding (all but
+    those wholly in it, down to maps narrower than a window and pads as wide as one): the rule's values, NaN,
+    infinities and ties included, and the loop's bits."""
     from irnorm.kernels import microgemm, pooling
 
     rng = np.random.default_rng(sum(shape))
@@ -260,6 +262,14 @@ def test_max_pool_3x3_stride_2_vector_rows(shape, pad):
         finally:
             pooling.VECTOR_ROWS = microgemm.ENABLED
     np.testing.assert_array_equal(results[True], results[False])
+    if pad >= 3:  # windows wholly in the padding (the rule below has no value for one): the lowest value
+        def padded(o: int, n: int) -> bool:
+            return o * 2 - pad + 3 <= 0 or o * 2 - pad >= n
+        rows = [o for o in range(out_hw[0]) if padded(o, shape[2])]
+        cols = [o for o in range(out_hw[1]) if padded(o, shape[3])]
+        assert rows and cols
+        assert np.all(results[True][:, :, rows, :] == -np.inf) and np.all(results[True][:, :, :, cols] == -np.inf)
+        return
     want = np.stack([_max_pool_rule(x[i:i + 1], [3, 3], [2, 2], [1, 1], [pad, pad], tuple(out_hw))[0][0]
                      for i in range(shape[0])])
     np.testing.assert_array_equal(results[True], want)

@@ -132,14 +132,17 @@ def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
     rows a call, each tap one masked load of the input row with its even lanes picked): the same rule, so
     the same values and NaN.  Also the output rows above y_lo and from y_hi on (windows cut by the top or
     bottom padding) in the inside columns x_lo..x_hi-1: their taps are the rows inside the input, in the same
-    order (the first tap inside first), so again _max_values_clipped's values; _max_values_border then skips
-    them (rows_done).  A row whose window lies wholly in the padding is left to it."""
+    order (the first tap inside first), so again _max_values_clipped's values.  And the columns before x_lo and
+    from x_hi on (windows cut by the side padding), one lane a call with the window's columns inside the input
+    as its taps, again in that order.  _max_values_border then does only the windows wholly in the padding
+    (all_but_padding)."""
     h, w = x.shape[2], x.shape[3]
     oh_count, ow_count = out.shape[2], out.shape[3]
     offs = np.empty(kh * kw, np.int64)
     for b in range(kh):
         for c in range(kw):
             offs[b * kw + c] = b * w + c  # (the first r * kw of them: a window's first r rows)
+    side = np.empty(kh * kw, np.int64)  # a side column's taps: its window's columns inside the input
     vw, four = rowvec.VW, rowvec.TAP_ROWS
     for p in range(p_lo, p_hi):
         plane = x.ctypes.data + 4 * p * h * w
@@ -171,6 +174,32 @@ def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
                     rowvec.max_rows_2x1(src + 8 * j0, sh * w, offs.ctypes.data, 0, kh * kw, dst + 4 * j0, ow_count,
                                         cols)
             oh += four if block else 1
+        for ow in range(ow_count):  # the side columns
+            if x_lo <= ow < x_hi:
+                continue
+            t0 = ow * 2 - pw
+            ta = t0 if t0 > 0 else 0
+            tb = t0 + kw if t0 + kw < w else w
+            if tb <= ta:
+                continue
+            cc = tb - ta
+            for b in range(kh):
+                for c in range(cc):
+                    side[b * cc + c] = b * w + c
+            oh = 0
+            while oh < oh_count:
+                y0 = oh * sh - ph
+                if y_lo <= oh and oh + four <= y_hi:  # four whole windows' rows
+                    rowvec.max_rows_2x4(plane + 4 * (y0 * w + ta), sh * w, side.ctypes.data, 0, kh * cc,
+                                        dst_plane + 4 * (oh * ow_count + ow), ow_count, 1)
+                    oh += four
+                    continue
+                ya = y0 if y0 > 0 else 0
+                yb = y0 + kh if y0 + kh < h else h
+                if yb > ya:
+                    rowvec.max_rows_2x1(plane + 4 * (ya * w + ta), w, side.ctypes.data, 0, (yb - ya) * cc,
+                                        dst_plane + 4 * (oh * ow_count + ow), ow_count, 1)
+                oh += 1
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -201,7 +230,7 @@ def _max_inside_parallel(x, out, idx, k, s, d, pb, low, y_lo, y_hi, x_lo, x_hi, 
             _max_border(x, out, idx, k, s, d, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi)
         else:
             _inside_windows(x, out, idx, pb, y_lo, y_hi, x_lo, x_hi, p0, p1, window, False)
-            if window == _VECTOR_3X3:  # (its top and bottom rows' inside columns done: _max_inside_rows)
+            if window == _VECTOR_3X3:  # (all but the windows wholly in the padding done: _max_inside_rows)
                 _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, True)
             else:
                 _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, False)
@@ -256,14 +285,34 @@ def _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, rows_done):
+def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, all_but_padding):
     """Planes p0..p1-1 of a 2-D pool without dilation: the windows that reach into the padding (with
-    `rows_done`, those of the rows outside y_lo..y_hi-1 in the inside columns are left alone where some of
-    the window's rows are inside the input: _max_inside_rows wrote them)."""
-    H = x.shape[2]
+    `all_but_padding`, only those wholly in it: _max_inside_rows wrote the others)."""
+    H, W = x.shape[2], x.shape[3]
     OH, OW = out.shape[2], out.shape[3]
     kh, kw, sh, sw, ph, pw = k[1], k[2], s[1], s[2], pb[1], pb[2]
     left = min(x_lo, OW)
+    if all_but_padding:
+        # the columns whose windows lie wholly in the left / right padding: ow < pad_left, ow >= pad_right
+        pad_left = 0
+        while pad_left < OW and pad_left * sw - pw + kw <= 0:
+            pad_left += 1
+        pad_right = OW
+        while pad_right > pad_left and (pad_right - 1) * sw - pw >= W:
+            pad_right -= 1
+        for p in range(p0, p1):
+            up = np.uintp(p)
+            for oh in range(OH):
+                y0 = oh * sh - ph
+                if y0 + kh <= 0 or y0 >= H:  # the whole row of windows
+                    for ow in range(OW):
+                        out[up, 0, np.uintp(oh), np.uintp(ow)] = low
+                    continue
+                for ow in range(pad_left):
+                    out[up, 0, np.uintp(oh), np.uintp(ow)] = low
+                for ow in range(pad_right, OW):
+                    out[up, 0, np.uintp(oh), np.uintp(ow)] = low
+        return
     for p in range(p0, p1):
         up = np.uintp(p)
         for oh in range(OH):
@@ -271,7 +320,7 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, ro
             ya = y0 if y0 > 0 else 0
             yb = y0 + kh
             yb = yb if yb < H else H
-            if y_lo <= oh < y_hi or (rows_done and yb > ya):
+            if y_lo <= oh < y_hi:
                 for ow in range(left):
                     _max_values_clipped(x, out, up, oh, ow, ya, yb, kw, sw, pw, low)
                 for ow in range(x_hi, OW):
