@@ -2,16 +2,68 @@
 
 from __future__ import annotations
 
-import ml_dtypes
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 import numpy as np
+
+
+class _Types(Mapping):
+    """A fixed table of name -> value in which the values that need ml_dtypes (``("ml", attr)``: the dtype of
+    ``ml_dtypes.<attr>``; ``(bits, ("ml", attr))`` in STORAGE_TYPES) are made on first use.  Why: importing
+    ml_dtypes 0.7.0 takes ~0.5 s (its extension's initialization; 0.6.0 ~10 ms), more than the rest of an
+    `irnorm run` of an f32 model, and `--help`, `validate` and f32 models never need it."""
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        self._table = table
+        self._lazy = any(_needs_ml(v) for v in table.values())
+
+    def __getitem__(self, key: str) -> Any:
+        v = self._table[key]
+        if self._lazy and _needs_ml(v):
+            self._resolve()
+            v = self._table[key]
+        return v
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._table
+
+    def _resolve(self) -> None:
+        import ml_dtypes
+
+        def make(v: Any) -> Any:
+            if isinstance(v, tuple) and len(v) == 2 and v[0] == "ml":
+                return np.dtype(getattr(ml_dtypes, v[1]))
+            if isinstance(v, tuple):
+                return tuple(make(e) for e in v)
+            return v
+        self._table = {k: make(v) for k, v in self._table.items()}
+        self._lazy = False
+
+
+def _needs_ml(v: Any) -> bool:
+    return isinstance(v, tuple) and (len(v) == 2 and v[0] == "ml" or any(_needs_ml(e) for e in v))
+
+
+def ml_loaded() -> bool:
+    """ml_dtypes has been imported (by irnorm or anyone): until then no array can have one of its dtypes."""
+    return "ml_dtypes" in sys.modules
+
 
 # element_type name -> numpy dtype.  bfloat16 comes from ml_dtypes (maintained by the
 # JAX team), so conversions round to nearest even exactly like the rest of the ecosystem.
-ELEMENT_TYPES: dict[str, np.dtype] = {
+ELEMENT_TYPES: Mapping[str, np.dtype] = _Types({
     "f64": np.dtype(np.float64),
     "f32": np.dtype(np.float32),
     "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "bf16": ("ml", "bfloat16"),
     "i64": np.dtype(np.int64),
     "i32": np.dtype(np.int32),
     "i16": np.dtype(np.int16),
@@ -21,7 +73,7 @@ ELEMENT_TYPES: dict[str, np.dtype] = {
     "u16": np.dtype(np.uint16),
     "u8": np.dtype(np.uint8),
     "boolean": np.dtype(np.bool_),
-}
+})
 
 # Types OpenVINO knows that irnorm reads as names but cannot compute with (STORAGE_TYPES below only as
 # compressed weights).
@@ -35,13 +87,13 @@ KNOWN_UNSUPPORTED = {
 # section 8, "Sub-byte packing").  name -> (bits per element, the numpy dtype that carries the values: the
 # integer types in uint8 / int8, nf4 and f8e8m0 as their float32 values, the other float types as ml_dtypes'
 # type of the same format, whose conversions round as the formats define).
-STORAGE_TYPES: dict[str, tuple[int, np.dtype]] = {
+STORAGE_TYPES: Mapping[str, tuple[int, np.dtype]] = _Types({
     "u1": (1, np.dtype(np.uint8)), "u2": (2, np.dtype(np.uint8)), "u3": (3, np.dtype(np.uint8)),
     "u4": (4, np.dtype(np.uint8)), "u6": (6, np.dtype(np.uint8)), "i4": (4, np.dtype(np.int8)),
-    "nf4": (4, np.dtype(np.float32)), "f4e2m1": (4, np.dtype(ml_dtypes.float4_e2m1fn)),
-    "f8e4m3": (8, np.dtype(ml_dtypes.float8_e4m3fn)), "f8e5m2": (8, np.dtype(ml_dtypes.float8_e5m2)),
+    "nf4": (4, np.dtype(np.float32)), "f4e2m1": (4, ("ml", "float4_e2m1fn")),
+    "f8e4m3": (8, ("ml", "float8_e4m3fn")), "f8e5m2": (8, ("ml", "float8_e5m2")),
     "f8e8m0": (8, np.dtype(np.float32)),
-}
+})
 
 # f8e8m0's 256 codes (an exponent alone, MX formats' scales) as float32: 2 ** (code - 127), code 255 NaN -- and
 # code 0 as 0.0, not 2 ** -127: what OpenVINO's CPU plugin's Convert gives (its element type's own decoding says
@@ -117,9 +169,11 @@ PRECISIONS: dict[str, str] = {
 # a higher rank is refused while checking (IRN050; IRN043 for a Const) rather than crashing a kernel.
 MAX_RANK = 32
 
-_BY_DTYPE = {v: k for k, v in ELEMENT_TYPES.items()}
 FLOAT_TYPES = ("f64", "f32", "f16", "bf16")
 INT_TYPES = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8")
+# the types numpy has itself (type_name and is_float_dtype look bf16 up only once ml_dtypes is loaded)
+_NATIVE_NAMES = {ELEMENT_TYPES[k]: k for k in ELEMENT_TYPES if k != "bf16"}
+_NATIVE_FLOATS = frozenset(ELEMENT_TYPES[t] for t in FLOAT_TYPES if t != "bf16")
 
 
 def precision_to_type(precision: str) -> str | None:
@@ -134,15 +188,19 @@ def precision_to_type(precision: str) -> str | None:
 
 def type_name(dtype: np.dtype) -> str:
     """numpy dtype -> element type name ('f32'); raises KeyError for dtypes IR has no name for."""
-    return _BY_DTYPE[np.dtype(dtype)]
-
-
-_FLOAT_DTYPES = frozenset(ELEMENT_TYPES[t] for t in FLOAT_TYPES)
+    d = np.dtype(dtype)
+    name = _NATIVE_NAMES.get(d)
+    if name is None and ml_loaded() and d == ELEMENT_TYPES["bf16"]:
+        return "bf16"
+    if name is None:
+        raise KeyError(d)
+    return name
 
 
 def is_float_dtype(dtype: np.dtype) -> bool:
     """numpy dtype is one of the IR's floating-point types (f64, f32, f16, bf16)."""
-    return np.dtype(dtype) in _FLOAT_DTYPES
+    d = np.dtype(dtype)
+    return d in _NATIVE_FLOATS or ml_loaded() and d == ELEMENT_TYPES["bf16"]
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:

@@ -622,16 +622,13 @@ COMPUTE_DTYPES = {np.dtype(np.float32), np.dtype(np.float64)}
 SPLIT_ROWS = 8  # fewer rows than this (and more than one chunk each): split rows into chunk tasks
 
 
-def _bf16_dtype() -> np.dtype | None:
-    try:
-        import ml_dtypes
-    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
+def _is_bf16(dt: np.dtype) -> bool:
+    """ml_dtypes' bfloat16, told by name: importing ml_dtypes to compare with costs ~0.5 s in its 0.7 release
+    (ir/dtypes.py), and a model without bf16 never needs it."""
+    return dt.name == "bfloat16" and dt.itemsize == 2
 
 
 _F16 = np.dtype(np.float16)
-_BF16 = _bf16_dtype()
 
 
 def _kernel_view(a: np.ndarray) -> np.ndarray | None:
@@ -641,7 +638,7 @@ def _kernel_view(a: np.ndarray) -> np.ndarray | None:
         return a
     if a.dtype == _F16:
         return a.view(np.uint16)
-    if _BF16 is not None and a.dtype == _BF16:
+    if _is_bf16(a.dtype):
         return a.view(np.int16)
     return None
 
@@ -715,7 +712,7 @@ def _vector(v: np.ndarray, cdt: np.dtype) -> np.ndarray:
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
-_DIRECT = {_F32, _F64, _F16} | ({_BF16} if _BF16 is not None else set())  # dtypes the kernels write
+_DIRECT = {_F32, _F64, _F16}  # dtypes the kernels write, and bfloat16 (_is_bf16)
 _NO_STATS = np.zeros((1, 1), np.float64)  # passed when want_stats is false: never written
 
 
@@ -750,7 +747,7 @@ def _plan(shape: tuple[int, ...], x_dtype: np.dtype, axes: tuple[int, ...], seg_
         kshape = (outer, red)
         if serial:
             kern = rows_serial
-        elif outer < SPLIT_ROWS and red > (2 * CHUNK if x_dtype in (_F16, _BF16) else CHUNK):  # _chunk_len's rule
+        elif outer < SPLIT_ROWS and red > (2 * CHUNK if x_dtype.itemsize == 2 else CHUNK):  # _chunk_len's rule
             kern = rows_split
         else:
             kern = rows_parallel
@@ -760,7 +757,7 @@ def _plan(shape: tuple[int, ...], x_dtype: np.dtype, axes: tuple[int, ...], seg_
         block = strided_block(outer, red, inner)
     inv_perm = tuple(int(i) for i in np.argsort(perm)) if perm is not None else None
     return _Plan(perm, inv_perm, outer, red, inner, cdt, seg_len, n_aff, kshape,
-                 out_dtype if out_dtype in _DIRECT else cdt, kern, block)
+                 out_dtype if out_dtype in _DIRECT or _is_bf16(out_dtype) else cdt, kern, block)
 
 
 def normalize(

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import ml_dtypes
 import numpy as np
 
 from ..ir.attrs import AttrSchema, optional, parse_bool
@@ -82,14 +81,23 @@ def lowest(dtype: np.dtype) -> np.generic:
     dt = np.dtype(dtype)
     if dt.kind in "iu":
         return np.iinfo(dt).min
-    return ml_dtypes.finfo(dt).min
+    return _finfo(dt).min
 
 
 def highest(dtype: np.dtype) -> np.generic:
     dt = np.dtype(dtype)
     if dt.kind in "iu":
         return np.iinfo(dt).max
-    return ml_dtypes.finfo(dt).max
+    return _finfo(dt).max
+
+
+def _finfo(dt: np.dtype) -> np.finfo:
+    """numpy's finfo for its own float types; ml_dtypes' for bfloat16 (imported only then: see ir/dtypes.py)."""
+    if dt.kind == "f":
+        return np.finfo(dt)
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dt)
 
 
 def compute_reduce(kind: str, x: np.ndarray, axes: list[int], keep_dims: bool) -> np.ndarray:
