@@ -991,25 +991,31 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
                               for i in range(g)], axis=1)
         oh, ow = exp.shape[2:]
         bias = rng.standard_normal(cout).astype(np.float32)
-        res = rng.standard_normal(exp.shape).astype(np.float32)
-        want = np.maximum(exp + bias.reshape(1, -1, 1, 1) + res, 0)
+        with_res = case % 2 == 0  # the residual form and the bias + activation form of the epilogue
+        res = rng.standard_normal(exp.shape).astype(np.float32) if with_res else None
+        want = np.maximum(exp + bias.reshape(1, -1, 1, 1) + (res if with_res else 0), 0)
         kk, ss, dd, pads, o3 = conv._geom(k, st, d, pb, [oh, ow])
         hp, wp = o3[1] + (kk[1] - 1) * dd[1] // ss[1], o3[2] + (kk[2] - 1) * dd[2] // ss[2]
-        epi = Epilogue(bias, RELU, 0.0, 0.0, True)
-        plan = conv._implicit_plan((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(g, cout // g, -1)),
-                                   (n, cout, oh, ow), cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi, ss[1], ss[2])
-        y = plan(x4, res)
+        epi = Epilogue(bias, RELU, 0.0, 0.0, with_res)
+
+        plan_args = ((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(g, cout // g, -1)), (n, cout, oh, ow),
+                     cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi, ss[1], ss[2])
+        y = conv._implicit_plan(*plan_args)(x4, res)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k[0] * k[1]),
                                    err_msg=f"case {case}")
-    assert len(calls) == cases and (max(calls) > 1) == parallel
+        if parallel:  # the threads' bands of rows (or of panels) give the serial call's bits
+            monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1 << 62)
+            np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
+            monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
+    assert len(calls) == cases * (2 if parallel else 1) and (max(calls) > 1) == parallel
 
 
 def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     """conv_forward takes the implicit GEMM for a few output channels, many on a large map or on a map whose
-    unfolded columns are few, and strided filters (phase planes) with few output channels on rows of 16+,
-    exactly where irnorm's GEMM kernels are enabled; not for many channels on a mid-sized map, an image's
-    first layer at stride 1 (27 taps), a strided 1x1 filter, 64 or 128 dense strided output channels nor rows
-    of 8 at stride 2."""
+    unfolded columns are few, an image's first layer at stride 1 (27 taps), and strided filters (phase planes)
+    with few output channels on rows of 16+, exactly where irnorm's GEMM kernels are enabled; not for many
+    channels on a mid-sized map, one input channel, a strided 1x1 filter, 64 or 128 dense strided output
+    channels nor rows of 8 at stride 2."""
     from irnorm.kernels import conv, microgemm
 
     calls: list = []
@@ -1019,7 +1025,8 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     on = microgemm.ENABLED
     for shape, cout, k, st, expected in (((1, 64, 16, 16), 8, 3, 1, on), ((1, 16, 40, 40), 32, 3, 1, on),
                                          ((1, 48, 9, 9), 32, 3, 1, on), ((1, 64, 16, 16), 64, 3, 1, False),
-                                         ((1, 3, 64, 64), 8, 3, 1, False), ((1, 3, 64, 64), 8, 7, 2, on),
+                                         ((1, 3, 64, 64), 8, 3, 1, on), ((1, 1, 28, 28), 8, 5, 1, False),
+                                         ((1, 3, 64, 64), 8, 7, 2, on),
                                          ((1, 3, 64, 64), 64, 7, 2, False), ((1, 16, 16, 16), 16, 3, 2, False),
                                          ((1, 16, 32, 32), 16, 1, 2, False), ((1, 32, 32, 32), 128, 3, 2, False)):
         x = rng.standard_normal(shape).astype(np.float32)

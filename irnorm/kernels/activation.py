@@ -579,28 +579,51 @@ def _bias_residual_rows(code, y, res, bias, c_count, r0, r1, p0, p1, k):
     """Rows r0..r1-1 of y [N*C, inner] in place: ((y + bias[channel]) + res), then activation `code`
     (none when negative) -- a convolution's bias Add, the residual Add and the activation layers'
     operations in their order (no bias: y + res alone).  res: the same shape as y."""
-    inner = y.shape[1]
-    buf = np.empty(min(_ACT_CHUNK, inner), y.dtype)
+    buf = np.empty(min(_ACT_CHUNK, y.shape[1]), y.dtype)
     has_bias = bias.shape[0] > 0
     for r in range(r0, r1):
-        b = bias[r % c_count] if has_bias else k[0]
-        row = y[r]
-        other = res[r]
-        for s in range(0, inner, _ACT_CHUNK):
-            m = min(_ACT_CHUNK, inner - s)
-            seg = row[s: s + m]
-            part = other[s: s + m]
-            staged = buf[:m]
-            if has_bias:
-                for i in range(m):
-                    staged[i] = (seg[i] + b) + part[i]
-            else:
-                for i in range(m):
-                    staged[i] = seg[i] + part[i]
-            if code >= 0:
-                _apply(code, staged, seg, p0, p1, k)
-            else:
-                _copy_in(seg, staged)
+        _bias_residual_span(code, y[r], res[r], bias[r % c_count] if has_bias else k[0], has_bias, buf, p0, p1, k)
+
+
+@njit(**_JIT)
+def _bias_residual_span(code, row, other, b, has_bias, buf, p0, p1, k):
+    """row[i] = f((row[i] + b) + other[i]) in place (row[i] + other[i] without bias), chunk by chunk through
+    `buf` (at least min(len, _ACT_CHUNK) values): _bias_residual_rows' operations on one row or part of one."""
+    n = row.shape[0]
+    for s in range(0, n, _ACT_CHUNK):
+        m = min(_ACT_CHUNK, n - s)
+        seg = row[s: s + m]
+        part = other[s: s + m]
+        staged = buf[:m]
+        if has_bias:
+            for i in range(m):
+                staged[i] = (seg[i] + b) + part[i]
+        else:
+            for i in range(m):
+                staged[i] = seg[i] + part[i]
+        if code >= 0:
+            _apply(code, staged, seg, p0, p1, k)
+        else:
+            _copy_in(seg, staged)
+
+
+@njit(**_JIT)
+def epilogue_span(code, y, res, bias, c_count, r, s0, s1, buf, p0, p1, k):
+    """A fused step's epilogue (residual_rows / _bias_act_rows: + bias[r % c_count], + res, activation `code`)
+    on values s0..s1-1 of row r of y [N * C, inner] in place: a thread's share of an output plane, finished
+    while in its cache.  buf: epilogue_buffer's.  The same operations per element as the whole-row forms."""
+    has_bias = bias.shape[0] > 0
+    b = bias[r % c_count] if has_bias else k[0]
+    if res.shape[0] > 0:
+        _bias_residual_span(code, y[r, s0:s1], res[r, s0:s1], b, has_bias, buf, p0, p1, k)
+    elif has_bias or code >= 0:
+        _add_activate(code, y[r, s0:s1], bias, b, False, buf, p0, p1, k)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def epilogue_buffer(y):
+    """Scratch for epilogue_span on y's dtype (one per thread)."""
+    return np.empty(_ACT_CHUNK, y.dtype)
 
 
 @njit(**_JIT)

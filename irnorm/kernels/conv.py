@@ -43,6 +43,8 @@ from .activation import (
     _bias_act_short_rows,
     bias_activation_plan,
     bias_residual_plan,
+    epilogue_buffer,
+    epilogue_span,
     residual_rows,
 )
 from .blas_blocks import gemm_nn
@@ -629,7 +631,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         pointwise.parallel = product is _product  # type: ignore[attr-defined]
         return pointwise
     if (microgemm.ENABLED and c // g >= 2 and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1
-            and s == [1, 1, 1] and ck // g >= DIRECT_MIN_TAPS and o3[2] >= IMPLICIT_MIN_WIDTH
+            and s == [1, 1, 1] and ck // g >= (IMPLICIT_MIN_TAPS if g == 1 else DIRECT_MIN_TAPS)
+            and o3[2] >= IMPLICIT_MIN_WIDTH
             and (cpg <= IMPLICIT_MAX_COUT or o3[1] * o3[2] >= IMPLICIT_MIN_PIXELS
                  or n * ck * p_out <= IMPLICIT_SMALL_COL)):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
@@ -1511,22 +1514,43 @@ def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no co
 def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, tasks, res, bias, code, p0, p1,
                   k):  # pragma: no cover
     """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
-    columns in `parts` ranges of whole panels, the (image, range) jobs in `tasks` groups over the threads (1:
-    the calling thread); then the valid columns copied out and the epilogue (epilogue_rows).  `phases`
+    columns in `parts` ranges -- bands of whole output rows where the image has at least `parts` rows, each
+    band copied out and finished (epilogue_span) by the thread that computed it, else ranges of whole panels
+    -- the (image, range) jobs in `tasks` groups over the threads (1: the calling thread); then the valid
+    columns copied out and the epilogue (epilogue_rows).  The bits do not depend on the cut.  `phases`
     (sh, sw, ph, pw): strides above one split each padded input plane into its sh x sw phases (fill_phases;
     hp = sh * sw * the phase planes' height, wp their width), else the plain padding of `fill`.  xp [planes *
     hp * wp + spare] and wide [N, Cout, oh * wp]: the caller's work buffers (reused: fresh ones of a large map
     cost a page fault per 4 KiB)."""
-    planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
-    sh, sw, ph, pw = phases
-    if sh * sw > 1:
-        fill_phases(x, planes, h, w_in, xp, sh, sw, hp // (sh * sw), wp, ph, pw)
-    else:
-        fill_padded(x, planes, h, w_in, xp, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+    planes = fill[0]
     n_count, c_out, oh, ow = out.shape
     length = oh * wp
     panels = (length + microgemm.NR - 1) // microgemm.NR
     jobs = n_count * parts
+    rows = out.reshape((n_count * c_out, oh * ow))
+    if tasks > 1 and parts <= oh:
+        # Each job a band of whole output rows (its columns of the product), finished -- copied out and the
+        # epilogue applied -- by the thread that computed it, while in that core's cache; the padding split
+        # over the threads by planes first.  (Panel-aligned jobs, below, left each thread's copy reading
+        # planes half computed on the other core; [1, 16, 150, 150] 3x3 -> 16 473 -> 403 us, [1, 32, 75, 75]
+        # -> 32 440 -> 320, [1, 64, 38, 38] -> 64 353 -> 331: Xeon with AVX-512, 2 threads.)
+        for t in prange(tasks):
+            _fill_planes(x, fill, phases, xp, hp, wp, t * planes // tasks, (t + 1) * planes // tasks)
+        for i in range(planes * hp * wp, xp.shape[0]):
+            xp[i] = 0.0
+        for t in prange(tasks):
+            buf = epilogue_buffer(rows)
+            for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
+                n, part = j // parts, j % parts
+                y0, y1 = part * oh // parts, (part + 1) * oh // parts
+                _implicit_part(xp, w, offs, wide, n, y0 * wp, y1 * wp, c_in, hp, wp)
+                _implicit_copy_rows(wide, out, wp, n, y0, y1)
+                for r in range(n * c_out, (n + 1) * c_out):
+                    epilogue_span(code, rows, res, bias, c_out, r, y0 * ow, y1 * ow, buf, p0, p1, k)
+        return
+    _fill_planes(x, fill, phases, xp, hp, wp, 0, planes)
+    for i in range(planes * hp * wp, xp.shape[0]):
+        xp[i] = 0.0
     if tasks == 1:
         for n in range(n_count):
             _implicit_part(xp, w, offs, wide, n, 0, length, c_in, hp, wp)
@@ -1536,7 +1560,6 @@ def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, 
                 n, part = j // parts, j % parts
                 _implicit_part(xp, w, offs, wide, n, min(length, part * panels // parts * microgemm.NR),
                                min(length, (part + 1) * panels // parts * microgemm.NR), c_in, hp, wp)
-    rows = out.reshape((n_count * c_out, oh * ow))
     if tasks == 1:
         _implicit_copy(wide, out, wp, 0, n_count * c_out)
         epilogue_rows(rows, res, bias, c_out, code, p0, p1, k)
@@ -1604,6 +1627,34 @@ def _pointwise_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[i
                        w2.dtype, e.no_res, tasks > 1)
 
 
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _fill_planes(x, fill, phases, xp, hp, wp, p0, p1):  # pragma: no cover
+    """implicit_conv's padded (or phase-split) planes p0..p1-1 of x into xp (fill_padded / fill_phases on
+    those planes alone; nothing after them)."""
+    planes, h, w_in, ys, ye, xs, xe, y0, x0 = fill
+    sh, sw, ph, pw = phases
+    src = x[p0 * h * w_in:p1 * h * w_in]
+    dst = xp[p0 * hp * wp:p1 * hp * wp]
+    if sh * sw > 1:
+        fill_phases(src, p1 - p0, h, w_in, dst, sh, sw, hp // (sh * sw), wp, ph, pw)
+    else:
+        fill_padded(src, p1 - p0, h, w_in, dst, hp, wp, ys, ye, xs, xe, y0, x0, 0)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _implicit_copy_rows(wide, out, wp, n, y0, y1):  # pragma: no cover
+    """Output rows y0..y1-1 of every channel of image n from wide into out (_implicit_copy's indexing)."""
+    c_out, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    length = wide.shape[2]
+    src = wide.reshape(-1)
+    dst = out.reshape(-1)
+    for r in range(n * c_out, (n + 1) * c_out):
+        for y in range(y0, y1):
+            s0, d0 = r * length + y * wp, (r * oh + y) * ow
+            for t in range(ow):
+                dst[np.uintp(d0 + t)] = src[np.uintp(s0 + t)]
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _implicit_copy(wide, out, wp, r0, r1):  # pragma: no cover
     """The valid columns of output planes r0..r1-1 (image * Cout + channel) from wide into out.  Flat
@@ -1633,12 +1684,17 @@ IMPLICIT_PARALLEL_MIN = 1 << 21
 # 5.6, [1, 64, 16, 16] in groups of 8 26 -> 24 (the direct kernel before).
 # More output channels take it on maps of at least IMPLICIT_MIN_PIXELS outputs (SSD-VGG's layers, in isolation:
 # [1, 32, 75, 75] -> 32 339 -> 266 us, [1, 64, 38, 38] -> 64 311 -> 262, [1, 16, 150, 150] -> 16 360 -> 295,
-# [1, 8, 300, 300] -> 8 506 -> 381); filters of fewer than DIRECT_MIN_TAPS taps (an image's first layer) keep
-# the direct kernel ([1, 3, 300, 300] -> 8 202 / 222).  And any number on maps whose unfolded columns fit
+# [1, 8, 300, 300] -> 8 506 -> 381).  Dense filters of IMPLICIT_MIN_TAPS taps or more take it (an RGB image's first
+# 3x3 layer: 27): since each thread finishes its own band of rows (implicit_conv) it beat the direct kernel
+# (Xeon with AVX-512, 2 threads, direct against implicit: [1, 3, 300, 300] -> 8 495 / 320 us, [1, 3, 224, 224]
+# -> 32 1063 / 662, [1, 3, 150, 150] -> 16 240 / 148, [1, 3, 32, 32] -> 16 21.7 / 13.9, [1, 2, 64, 64] -> 16
+# 65 / 38, [2, 3, 64, 64] -> 8 84 / 48; before that change the direct kernel had won [1, 3, 300, 300] -> 8 on
+# the AVX-512 EPYC, 202 / 222); grouped ones keep DIRECT_MIN_TAPS.  And any number on maps whose unfolded columns fit
 # SMALL_COL, where the one-call path would gather them element by element (with the masked last columns of
 # kernels/microgemm.py; AlexNet's [1, 48, 9, 9] -> 32 29 -> 18 us, [1, 32, 8, 8] -> 32 15 -> 10, [1, 64, 8, 8]
 # -> 64 37 -> 27).
 IMPLICIT_MAX_COUT = 16
+IMPLICIT_MIN_TAPS = 16
 IMPLICIT_SMALL_COL = SMALL_COL
 # Strided 2-D convolutions (not 1x1) take it over their inputs' phase planes (fill_phases): grouped ones with at
 # most STRIDED_MAX_COUT output channels a group and output rows IMPLICIT_MIN_WIDTH wide, dense ones with at
