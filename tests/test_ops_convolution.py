@@ -671,7 +671,7 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
     _without_implicit(monkeypatch, conv)  # the implicit GEMM has tests of its own
     taken: list = []
     orig = conv.banded_conv
-    monkeypatch.setattr(conv, "banded_conv", lambda *a: taken.append(a[-3]) or orig(*a))
+    monkeypatch.setattr(conv, "banded_conv", lambda *a: taken.append(a[15]) or orig(*a))  # its tasks
     rng = np.random.default_rng(sum(shape) + cout)
     x = rng.standard_normal(shape).astype(dtype)
     w = rng.standard_normal((cout, shape[1], *k)).astype(dtype)
@@ -696,6 +696,22 @@ def test_banded_convolution(monkeypatch, shape, k, cout, strides, dil, pads, dty
     finally:
         numba.set_num_threads(threads)
     np.testing.assert_array_equal(one, y)
+    # a fused step's epilogue applied band by band in the same call: the bits of the product followed by the
+    # layers' epilogue pass, the reference's values
+    from irnorm.kernels.activation import RELU, SWISH, Epilogue
+
+    bias = rng.standard_normal(cout).astype(dtype)
+    res = rng.standard_normal(exp.shape).astype(dtype)
+    for epi, r in ((Epilogue(bias, RELU, 0.0, 0.0, True), res), (Epilogue(bias, SWISH, 1.0, 0.0, False), None),
+                   (Epilogue(None, RELU, 0.0, 0.0, False), None)):
+        before = len(taken)
+        got = np.array(conv.forward_plan(x.shape, wp, k, strides, dil, pads, exp.shape[2:], epi)(x, r), copy=True)
+        assert len(taken) == before + 1
+        layered = conv.with_epilogue(conv.forward_plan(x.shape, wp, k, strides, dil, pads, exp.shape[2:]), epi)(x, r)
+        np.testing.assert_array_equal(got, layered)
+        pre = exp + (0 if epi.bias is None else bias.reshape(1, -1, 1, 1)) + (0 if r is None else r)
+        want = np.maximum(pre, 0) if epi.code == RELU else pre / (1 + np.exp(-pre))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
     with monkeypatch.context() as mp:  # the unfold + GEMM path it replaces
         mp.setattr(blas, "gemm_pointer", lambda dt: None)
         before = len(taken)
