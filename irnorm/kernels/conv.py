@@ -864,7 +864,7 @@ def _banded_plan(gemm: Any, x5_shape: tuple[int, ...], w: np.ndarray, out_shape:
                  epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
     """forward_plan's banded path (banded_conv) for inputs of shape x5_shape [N, C, 1, H, W], with a fused
     step's epilogue in the same call (a pass of its own and a second parallel launch before: ResNet's 7x7 / 2
-    stem [1, 3, 64, 64] -> 64 with bias + Relu 94.5 -> 87.5 us, Xeon with AVX-512, 2 threads)."""
+    stem [1, 3, 64, 64] -> 64 with bias + Relu, medians 94-102 -> 91-97 us, Xeon with AVX-512, 2 threads)."""
     import numba
 
     n, c = x5_shape[:2]
