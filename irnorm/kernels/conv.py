@@ -1696,8 +1696,10 @@ IMPLICIT_PARALLEL_MIN = 1 << 21
 # 3x3 layer: 27): since each thread finishes its own band of rows (implicit_conv) it beat the direct kernel
 # (Xeon with AVX-512, 2 threads, direct against implicit: [1, 3, 300, 300] -> 8 495 / 320 us, [1, 3, 224, 224]
 # -> 32 1063 / 662, [1, 3, 150, 150] -> 16 240 / 148, [1, 3, 32, 32] -> 16 21.7 / 13.9, [1, 2, 64, 64] -> 16
-# 65 / 38, [2, 3, 64, 64] -> 8 84 / 48; before that change the direct kernel had won [1, 3, 300, 300] -> 8 on
-# the AVX-512 EPYC, 202 / 222); grouped ones keep DIRECT_MIN_TAPS.  And any number on maps whose unfolded columns fit
+# 65 / 38, [2, 3, 64, 64] -> 8 84 / 48; compiling for Haswell -- AVX2, 6 x 16 tiles -- on the same machine:
+# [1, 3, 300, 300] -> 8 563 / 444, [1, 3, 224, 224] -> 32 1080 / 855, [1, 3, 150, 150] -> 16 239 / 185, [1, 3,
+# 32, 32] -> 16 24.0 / 16.8; before that change the direct kernel had won [1, 3, 300, 300] -> 8 on the AVX-512
+# EPYC, 202 / 222); grouped ones keep DIRECT_MIN_TAPS.  And any number on maps whose unfolded columns fit
 # SMALL_COL, where the one-call path would gather them element by element (with the masked last columns of
 # kernels/microgemm.py; AlexNet's [1, 48, 9, 9] -> 32 29 -> 18 us, [1, 32, 8, 8] -> 32 15 -> 10, [1, 64, 8, 8]
 # -> 64 37 -> 27).
