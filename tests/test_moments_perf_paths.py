@@ -128,19 +128,21 @@ def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
-@pytest.mark.parametrize("red", [1, 5, 32, 2 * M.PROBE, 2 * M.PROBE + 1])
+@pytest.mark.parametrize("red", [1, 5, 32, 2 * M.PROBE, 2 * M.PROBE + 1, 768, M.CHUNK, 2 * M.CHUNK + 1])
 @pytest.mark.parametrize("center", [True, False], ids=["layernorm", "rmsnorm"])
 def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
-    """Rows of at most 2 * PROBE with a per-element affine (a LayerNorm, or an RMSNorm without
-    centering) take the short-row loop (indexing, no row views) in rows_serial and rows_parallel: both
-    schedules give the same bits, the longer row (general path) too where it applies, and the values
-    match float64 with zero-variance, huge-mean, inf and NaN rows each staying in their row."""
+    """Rows of at most one chunk with a per-element affine (a LayerNorm, or an RMSNorm without
+    centering) take the short-row loop (indexing, no row views, blocks of rows) in rows_serial and
+    rows_parallel: both schedules give the same bits, the longer row (general path) too, and the values
+    match float64 with zero-variance, huge-mean, inf and NaN rows each staying in their row (and a row
+    whose provisional mean, from its first PROBE elements, is not kept)."""
     outer = 300
     x = (np.random.default_rng(red).standard_normal((outer, red)) * 3 + 2).astype(dtype)
     x[1] = 7  # zero variance
     x[2] = (np.random.default_rng(0).standard_normal(red) + 3e4).astype(dtype)  # huge mean
     x[3, 0] = np.inf
     x[4, -1] = np.nan
+    x[5, :M.PROBE] += 40  # a probe far from the row's mean (rows longer than 2 * PROBE)
     b = M.SHORT_BLOCK  # rows are taken a block at a time: the nasty rows also at a block's edges
     x[b - 1] = -5  # zero variance, last of a block
     x[b, red // 2] = np.inf  # first of the next
@@ -174,6 +176,36 @@ def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
     want = d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5) * sc.astype(np.float64) + bi.astype(np.float64)
     tol = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 5e-5}.get(np.dtype(dtype), 2e-2)
     np.testing.assert_allclose(y[ok], want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
+@pytest.mark.parametrize("center", [True, False], ids=["layernorm", "rmsnorm"])
+def test_row_blocks_give_the_chunk_paths_bits(dtype, center) -> None:
+    """Rows of 2 * PROBE + 1 up to one chunk take the short-row blocks (their provisional mean from the
+    first PROBE elements, as _chunk_stats takes it): the same bits as rows_split, which runs
+    _chunk_stats and _apply_span on row views -- a kept probe, a rejected one (redone), a huge mean, values
+    whose float32 squares underflow (redone in float64), inf and NaN."""
+    xk0 = M._kernel_view(np.zeros((1, 1), dtype))
+    for red in (2 * M.PROBE + 1, 768, 1000, M._chunk_len(xk0)):
+        rng = np.random.default_rng(red)
+        x = (rng.standard_normal((3 * M.SHORT_BLOCK + 5, red)) * 3 + 2).astype(dtype)
+        x[1, :M.PROBE] += 40
+        x[2] = (rng.standard_normal(red) + 3e4).astype(dtype)
+        x[3] = 7
+        if np.dtype(dtype).itemsize >= 4 or dtype is BF16:
+            x[4] *= 1e-30
+        x[5, 9] = np.inf
+        x[6, -1] = np.nan
+        xk = M._kernel_view(x)
+        assert M._short_rows_apply(xk, center, False, 1, 1)
+        t = np.float64 if dtype == np.float64 else np.float32
+        sc, bi = rng.random(red).astype(t), rng.random(red).astype(t)
+        outs = []
+        for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
+            y = np.empty_like(xk)
+            kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0])
+            outs.append(y.tobytes())
+        assert outs[0] == outs[1] == outs[2], red
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])

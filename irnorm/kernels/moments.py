@@ -311,26 +311,39 @@ def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, like):
     return hi, lo, cast_like(mult, like)
 
 
-# ---- short rows (a transformer's LayerNorm or RMSNorm over 32-512 features) -------------------------
-# The same arithmetic as _chunk_stats + _apply_span for rows of at most 2 * PROBE elements with a
+# ---- short rows (a transformer's LayerNorm or RMSNorm over 32-2048 features) ------------------------
+# The same arithmetic as _chunk_stats + _apply_span for rows of at most one chunk (_chunk_len) with a
 # per-element affine, indexing x[o, i] instead of slicing views (each view's reference counting cost
 # more than the row's statistics: [256, 32] 20 -> 7 us), and a block of rows at a time, pass by pass:
 # one row's chain (sum -> mean -> deviations -> sqrt -> apply) waits on itself, SHORT_BLOCK independent
 # rows keep the core busy ([65, 64] 5.0 -> 2.3 us, [197, 64] 13.7 -> 5.6 us; the results do not change).
+# Rows longer than 2 * PROBE take the provisional mean from their first PROBE elements, as _chunk_stats
+# does; a block then holds as many rows as fit BLOCK_BYTES, so that its passes read from L1.
 
-SHORT_BLOCK = 32  # rows per block (their per-row values: 5 small arrays)
+SHORT_BLOCK = 32  # rows per block at most (their per-row values: 5 small arrays)
+BLOCK_BYTES = 32 * 1024  # a block's rows of more than 2 * PROBE elements: at most this many bytes
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _block_rows(x):
+    """Rows per block of _short_block for x's row length."""
+    n = x.shape[1]
+    if n <= 2 * PROBE:
+        return SHORT_BLOCK
+    return max(1, min(SHORT_BLOCK, BLOCK_BYTES // (n * x.itemsize)))
 
 
 @njit(nogil=True, cache=True, fastmath=_REDUCE_FM, error_model="numpy")
-def _block_sums(x, r0, r1, center, sums):
-    """sums[o - r0] = the compute-type sum of row o (center) or of its squares (not center)."""
+def _block_sums(x, r0, r1, center, sums, cols):
+    """sums[o - r0] = the compute-type sum of row o's first `cols` elements (center) or of its squares
+    (not center)."""
     for o in range(r0, r1):
         s = cast_like(0.0, sums)
         if center:
-            for i in range(x.shape[1]):
+            for i in range(cols):
                 s += load(x[o, i])
         else:
-            for i in range(x.shape[1]):
+            for i in range(cols):
                 v = load(x[o, i])
                 s += v * v
         sums[o - r0] = s
@@ -364,19 +377,30 @@ def _block_apply(x, out, r0, r1, his, los, mus, scale, bias):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _short_block(x, out, r0, r1, center, mode, eps, scale, bias, work):
     """Rows r0..r1-1 (at most SHORT_BLOCK) normalized with their per-element affine; work: a
-    [5, SHORT_BLOCK] compute-type scratch.  Per row exactly _chunk_stats(x[o], center, exact=False)
-    (no provisional probe at this length), including the float64 redo outside the safe range.  The
+    [5, SHORT_BLOCK] compute-type scratch.  Per row exactly _chunk_stats(x[o], center, exact=False):
+    the provisional mean from the first PROBE elements for rows longer than 2 * PROBE (a row whose probe
+    is not kept is redone by _chunk_stats itself), the float64 redo outside the safe range.  The
     fastmath loops stay in functions of their own: inlined here they would take this one's strict flags."""
     n = x.shape[1]
     inv = 1.0 / n
+    probe = center and n > 2 * PROBE
     sums, s1s, s2s, los, mus = work[0], work[1], work[2], work[3], work[4]
-    _block_sums(x, r0, r1, center, sums)
+    _block_sums(x, r0, r1, center, sums, PROBE if probe else n)
     if center:
+        first = 1.0 / PROBE if probe else inv
         for k in range(r1 - r0):
-            sums[k] = cast_like(sums[k] * inv, scale)  # the row's provisional mean
+            sums[k] = cast_like(sums[k] * first, scale)  # the row's provisional mean
         _block_devs(x, r0, r1, sums, s1s, s2s)
     for k in range(r1 - r0):
-        if center:
+        if probe:
+            q = np.float64(s2s[k])
+            d1 = np.float64(s1s[k])
+            m2 = q - d1 * d1 * inv
+            if q >= _SAFE_MIN and q <= _SAFE_MAX and d1 * d1 * inv <= 4.0 * m2:
+                mean = np.float64(sums[k]) + d1 * inv
+            else:
+                mean, m2 = _chunk_stats(x[r0 + k], True, scale, False)
+        elif center:
             q = np.float64(s2s[k])
             if q >= _SAFE_MIN and q <= _SAFE_MAX:
                 d1 = np.float64(s1s[k])
@@ -397,9 +421,9 @@ def _short_block(x, out, r0, r1, center, mode, eps, scale, bias, work):
 
 @njit(nogil=True, cache=True, inline="always")
 def _short_rows_apply(x, center, want, seg_len, o_mod):
-    """The short-row path applies: no statistics wanted, a per-element affine, rows of at most
-    2 * PROBE (where _chunk_stats takes no probe); centered (LayerNorm) or not (RMSNorm)."""
-    return not want and seg_len == 1 and o_mod == 1 and x.shape[1] <= 2 * PROBE
+    """The short-row path applies: no statistics wanted, a per-element affine, rows of at most one chunk
+    (_chunk_len); centered (LayerNorm) or not (RMSNorm)."""
+    return not want and seg_len == 1 and o_mod == 1 and x.shape[1] <= _chunk_len(x)
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
@@ -419,9 +443,10 @@ def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, 
     """inner == 1, one task per row (per block of short rows; x, out: (outer, reduce) C-contiguous)."""
     if _short_rows_apply(x, center, want, seg_len, o_mod):  # decided outside the row loop
         rows = x.shape[0]
-        for b in prange((rows + SHORT_BLOCK - 1) // SHORT_BLOCK):
-            r0 = b * SHORT_BLOCK
-            _short_block(x, out, r0, min(rows, r0 + SHORT_BLOCK), center, mode, eps, scale, bias,
+        rb = _block_rows(x)
+        for b in prange((rows + rb - 1) // rb):
+            r0 = b * rb
+            _short_block(x, out, r0, min(rows, r0 + rb), center, mode, eps, scale, bias,
                          np.empty((5, SHORT_BLOCK), scale.dtype))
         return
     for o in prange(x.shape[0]):
@@ -433,9 +458,10 @@ def rows_serial(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, sh
     """rows_parallel without the parallel launch, for tiny tensors (same arithmetic)."""
     if _short_rows_apply(x, center, want, seg_len, o_mod):
         rows = x.shape[0]
+        rb = _block_rows(x)
         work = np.empty((5, SHORT_BLOCK), scale.dtype)
-        for r0 in range(0, rows, SHORT_BLOCK):
-            _short_block(x, out, r0, min(rows, r0 + SHORT_BLOCK), center, mode, eps, scale, bias, work)
+        for r0 in range(0, rows, rb):
+            _short_block(x, out, r0, min(rows, r0 + rb), center, mode, eps, scale, bias, work)
         return
     for o in range(x.shape[0]):
         _row_task(x, out, o, center, mode, eps, scale, bias, o_mod, seg_len, want, shift_out, mult_out)
