@@ -299,3 +299,34 @@ def test_pool_plans_bound_on_their_first_call_take_any_input_after(indices):
             assert (idx is not None) == indices
             got, _ = adaptive(x)
             np.testing.assert_array_equal(got, R.adaptive_max_pool(np.asarray(x, np.float32), [3, 4])[0])
+
+
+@pytest.mark.parametrize("window", ["generic", "inside_3x3_2", "inside_2x2_2"])
+@pytest.mark.parametrize("indices", [False, True])
+def test_pool_kernels_give_the_same_bits_on_one_task_or_several(monkeypatch, window, indices):
+    """Each pooling kernel runs one task on the calling thread (no parallel launch) and several over the
+    threads: max (generic and per-window kernels, with and without indices), average (padding counted or
+    not) and adaptive pools give the same bits either way, NaN and ties included."""
+    from irnorm.kernels import pooling
+
+    rng = np.random.default_rng(7)
+    shape = (2, 5, 13, 17)
+    x = rng.integers(-3, 4, shape).astype(np.float32)
+    x[rng.random(shape) < 0.05] = np.nan
+    k, s, d, pb = {"generic": ([2, 3], [1, 2], [2, 1], [1, 2]), "inside_3x3_2": ([3, 3], [2, 2], [1, 1], [1, 1]),
+                   "inside_2x2_2": ([2, 2], [2, 2], [1, 1], [0, 0])}[window]
+    out_hw = [(n + 2 * p - (dd * (kk - 1) + 1)) // ss + 1 for n, p, dd, kk, ss in zip(shape[2:], pb, d, k, s,
+                                                                                       strict=True)]
+    results = {}
+    for tasks in (1, 3):
+        monkeypatch.setattr(pooling, "_tasks", lambda rows, work, t=tasks: t)
+        vals, idx = pooling.max_pool_plan(shape, out_hw, k, s, d, pb, np.dtype(np.float32), float(-np.inf),
+                                          indices)(x)
+        avg = [pooling.avg_pool(x, out_hw, k, s, pb, pb, ex, np.dtype(np.float32), d) for ex in (False, True)]
+        ada = [pooling.adaptive_pool_plan(shape, [4, 5], np.dtype(np.float32), average=a)(x) for a in (False, True)]
+        results[tasks] = [np.array(vals, copy=True)] + ([np.array(idx, copy=True)] if indices else []) + avg + \
+            [np.array(a[0], copy=True) for a in ada] + [np.array(ada[0][1], copy=True)]
+    for one, several in zip(results[1], results[3], strict=True):
+        assert one.tobytes() == several.tobytes()
+    want = _max_pool_rule(x[:1], k, s, d, pb, tuple(out_hw))
+    np.testing.assert_array_equal(results[1][0][:1], want[0])
