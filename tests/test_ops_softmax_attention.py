@@ -304,3 +304,51 @@ def test_attention_gemm_heads_over_threads(dtype, causal, mask_kind):
         np.testing.assert_array_equal(np.isnan(outs[0]), np.isnan(want))
         tol = 2e-5 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)
+
+
+def test_float32_softmax_has_no_subnormal_results_as_in_openvino(tmp_path):
+    """float32 softmax flushes what would be subnormal (kernels/softmax.py FLUSH_BELOW, TINY32): differences
+    below -87 give exactly 0, as OpenVINO's CPU plugin gives; every other value, each row's sum and the
+    log-softmax are those of the unflushed formula (float64 reference), NaN and all -inf rows as before; a
+    masked attention (Swin's -100 on shifted windows) matches OpenVINO and feeds its product no subnormal."""
+    from irnorm.kernels import softmax as S
+
+    x = np.zeros((6, 40), np.float32)
+    x[:, :8] = [0.0, -86.9, -87.1, -87.3, -90.0, -100.0, -104.0, -150.0]
+    x[:, 8:] = -np.abs(np.random.default_rng(5).standard_normal((6, 32))).astype(np.float32)  # row maxima 0
+    x[1, 9] = 80.0  # the row's maximum elsewhere: its differences shift down
+    x[2, 3] = np.nan
+    x[3] = -np.inf
+    x[4, :20] = -np.inf
+    x[5] = x[5] * 1e-30  # values near 0, no large differences
+    tiny = np.finfo(np.float32).tiny
+    for log in (False, True):
+        got = S.softmax_rows(x, log)
+        x64 = x.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):  # the NaN and all -inf rows
+            d = x64 - x64.max(1, keepdims=True)
+            e = np.exp(d)
+            want = d - np.log(e.sum(1, keepdims=True)) if log else e / e.sum(1, keepdims=True)
+        assert np.isnan(got[[2, 3]]).all()
+        ok = [0, 1, 4, 5]
+        if log:  # exact sums: the log-softmax keeps every value, far below -87 too
+            np.testing.assert_allclose(got[ok], want[ok], rtol=2e-6, atol=2e-6 * 200)
+            continue
+        assert not ((got[ok] != 0) & (np.abs(got[ok]) < tiny)).any()  # no subnormal
+        flushed = (d[ok] < S.FLUSH_BELOW) | (want[ok] < tiny)
+        assert (got[ok][flushed] == 0).all()
+        # (rtol: d = x - max rounds in float32, and e**d carries |d| times that rounding: 80 * 2**-24 here)
+        np.testing.assert_allclose(got[ok][~flushed], want[ok][~flushed], rtol=1e-5, atol=0)
+    edge = S.softmax_rows(np.array([[0.0, -86.9, -87.1, -200.0]], np.float32))  # a sum of 1
+    assert edge[0, 0] == 1 and edge[0, 2] == edge[0, 3] == 0  # e**-87.1 is flushed (a normal 1.4e-38) ...
+    np.testing.assert_allclose(edge[0, 1], np.exp(-86.9), rtol=1e-5)  # ... e**-86.9 is kept
+    # against OpenVINO: a SoftMax over scores with Swin's -100 mask, then the product with V
+    s = op1.parameter([2, 16, 16], np.float32, name="s")
+    v = op1.parameter([2, 16, 8], np.float32, name="v")
+    y = op1.matmul(op1.softmax(s, 2), v, False, False)
+    y.output(0).get_tensor().set_names({"y"})
+    xml = save(ov.Model([op1.result(y)], [s, v]), tmp_path, "masked_softmax")
+    rng = np.random.default_rng(6)
+    scores = rng.standard_normal((2, 16, 16)).astype(np.float32)
+    scores[:, :, 8:] -= 100.0
+    compare_with_openvino(xml, {"s": scores, "v": rng.standard_normal((2, 16, 8)).astype(np.float32)})

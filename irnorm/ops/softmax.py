@@ -1,6 +1,8 @@
 """SoftMax-1 (axis >= 0), SoftMax-8 (axis in [-rank, rank-1]) and LogSoftmax-5: exp(x - max) / sum
 along one axis (log-softmax: x - max - log(sum)), on float data; f16/bf16 compute in float32 and
-round once.  A row of -inf gives NaN (0/0), as the formula does.  Kernel: irnorm.kernels.softmax."""
+round once.  A row of -inf gives NaN (0/0), as the formula does.  float32 softmax has no subnormal
+results (OpenVINO's CPU plugin flushes them too; a subnormal costs every later product a microcode
+assist per use): kernels/softmax.py FLUSH_BELOW.  Kernel: irnorm.kernels.softmax."""
 
 from __future__ import annotations
 
@@ -51,7 +53,8 @@ class SoftMax1(_Softmax):
     opsets = (1, 7)
     negative_axis = False
     schema = AttrSchema([optional("axis", parse_int, 1)])
-    doc = "exp(x - max) / sum along axis (0 <= axis < rank, default 1); float data."
+    doc = ("exp(x - max) / sum along axis (0 <= axis < rank, default 1); float data; float32 results below the "
+           "smallest normal are 0, as in OpenVINO's CPU plugin.")
 
 
 @register
