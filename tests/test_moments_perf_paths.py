@@ -132,8 +132,9 @@ def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
 @pytest.mark.parametrize("center", [True, False], ids=["layernorm", "rmsnorm"])
 def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
     """Rows of at most one chunk with a per-element affine (a LayerNorm, or an RMSNorm without
-    centering) take the short-row loop (indexing, no row views, blocks of rows) in rows_serial and
-    rows_parallel: both schedules give the same bits, the longer row (general path) too, and the values
+    centering) take the short-row loop (indexing, no row views, blocks of rows) in rows_serial, and in
+    rows_parallel up to 2 * PROBE (a task per row beyond): both give the same bits, the longer row (general
+    path) too, and the values
     match float64 with zero-variance, huge-mean, inf and NaN rows each staying in their row (and a row
     whose provisional mean, from its first PROBE elements, is not kept)."""
     outer = 300
@@ -181,10 +182,10 @@ def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
 @pytest.mark.parametrize("center", [True, False], ids=["layernorm", "rmsnorm"])
 def test_row_blocks_give_the_chunk_paths_bits(dtype, center) -> None:
-    """Rows of 2 * PROBE + 1 up to one chunk take the short-row blocks (their provisional mean from the
-    first PROBE elements, as _chunk_stats takes it): the same bits as rows_split, which runs
-    _chunk_stats and _apply_span on row views -- a kept probe, a rejected one (redone), a huge mean, values
-    whose float32 squares underflow (redone in float64), inf and NaN."""
+    """Rows of 2 * PROBE + 1 up to one chunk take the short-row blocks in rows_serial (their provisional mean
+    from the first PROBE elements, as _chunk_stats takes it): the same bits as rows_parallel (a task per row
+    there) and rows_split, which run _chunk_stats and _apply_span on row views -- a kept probe, a rejected one
+    (redone), a huge mean, values whose float32 squares underflow (redone in float64), inf and NaN."""
     xk0 = M._kernel_view(np.zeros((1, 1), dtype))
     for red in (2 * M.PROBE + 1, 768, 1000, M._chunk_len(xk0)):
         rng = np.random.default_rng(red)
