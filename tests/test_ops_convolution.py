@@ -504,6 +504,8 @@ def _without_implicit(monkeypatch, conv) -> None:
     monkeypatch.setattr(conv, "IMPLICIT_MIN_PIXELS", 1 << 40)
     monkeypatch.setattr(conv, "IMPLICIT_SMALL_COL", -1)
     monkeypatch.setattr(conv, "STRIDED_MAX_COUT", -1)
+    monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", False)  # (dense strided ones take it for rows of whole panels)
+    monkeypatch.setattr(conv, "IMPLICIT_MID_COUT", 0)
 
 
 def _watch_direct(monkeypatch, conv) -> list:
@@ -976,9 +978,10 @@ def test_depthwise3_rows(tmp_path, monkeypatch, shape, stride, pads, dtype, para
 def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
     """2-D / 1-D float32 convolutions, dense and grouped, as an implicit GEMM (taps read by offset from the
     padded input -- with strides, from its phase planes --, the product in the padded row width, the valid
-    columns copied out): the float64 reference's values over random geometries, strides, dilations, pads,
-    groups and batches, with a fused epilogue (bias, residual, Relu) as a fused step has it, serial and with
-    the columns over the threads.  Built directly, so checked on any CPU; networks take it where irnorm's
+    columns copied out; or a product per output row straight into the output): the float64 reference's values
+    over random geometries, strides, dilations, pads, groups and batches, with a fused epilogue (bias,
+    residual, Relu) as a fused step has it, serial and with the columns over the threads, and the same bits
+    from both forms.  Built directly, so checked on any CPU; networks take it where irnorm's
     GEMM kernels are enabled (next test)."""
     from irnorm.kernels import conv
     from irnorm.kernels.activation import RELU, Epilogue
@@ -1016,22 +1019,28 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
 
         plan_args = ((n, cin, 1, *spatial), np.ascontiguousarray(w4.reshape(g, cout // g, -1)), (n, cout, oh, ow),
                      cin, hp, wp, k[0], k[1], d[0], d[1], pads, epi, ss[1], ss[2])
+        monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", case % 2 == 1)
         y = conv._implicit_plan(*plan_args)(x4, res)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k[0] * k[1]),
                                    err_msg=f"case {case}")
+        # the other form (row by row into the output, or over the padded width and copied out): the same bits
+        monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", case % 2 == 0)
+        np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
         if parallel:  # the threads' bands of rows (or of panels) give the serial call's bits
             monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1 << 62)
             np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
             monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
-    assert len(calls) == cases * (2 if parallel else 1) and (max(calls) > 1) == parallel
+    assert len(calls) == cases * (3 if parallel else 2) and (max(calls) > 1) == parallel
 
 
 def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     """conv_forward takes the implicit GEMM for a few output channels, many on a large map or on a map whose
-    unfolded columns are few, an image's first layer at stride 1 (27 taps), and strided filters (phase planes)
-    with few output channels on rows of 16+, exactly where irnorm's GEMM kernels are enabled; not for many
-    channels on a mid-sized map, one input channel, a strided 1x1 filter, 64 or 128 dense strided output
-    channels nor rows of 8 at stride 2."""
+    unfolded columns are few, up to 64 on rows of 16+ (little padding), an image's first layer at stride 1
+    (27 taps), strided filters (phase planes) with few output channels on rows of 16+ and dense strided
+    filters with more on rows of whole GEMM panels (ResNet's 7x7 / 2 stem to 64, 3x3 / 2 to 128 on rows of
+    16), exactly where irnorm's GEMM kernels are enabled; not for 128 channels on a mid-sized map, 64 on rows
+    of 13 padded to 17, one input channel, a strided 1x1 filter, dense strided filters on rows of 28 (a panel
+    and a part) nor rows of 8 at stride 2 with AVX-512 (half a panel)."""
     from irnorm.kernels import conv, microgemm
 
     calls: list = []
@@ -1040,11 +1049,14 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     rng = np.random.default_rng(3)
     on = microgemm.ENABLED
     for shape, cout, k, st, expected in (((1, 64, 16, 16), 8, 3, 1, on), ((1, 16, 40, 40), 32, 3, 1, on),
-                                         ((1, 48, 9, 9), 32, 3, 1, on), ((1, 64, 16, 16), 64, 3, 1, False),
+                                         ((1, 48, 9, 9), 32, 3, 1, on), ((1, 64, 16, 16), 64, 3, 1, on),
+                                         ((1, 64, 16, 16), 128, 3, 1, False), ((1, 64, 13, 13), 64, 5, 1, False),
                                          ((1, 3, 64, 64), 8, 3, 1, on), ((1, 1, 28, 28), 8, 5, 1, False),
                                          ((1, 3, 64, 64), 8, 7, 2, on),
-                                         ((1, 3, 64, 64), 64, 7, 2, False), ((1, 16, 16, 16), 16, 3, 2, False),
-                                         ((1, 16, 32, 32), 16, 1, 2, False), ((1, 32, 32, 32), 128, 3, 2, False)):
+                                         ((1, 3, 64, 64), 64, 7, 2, on), ((1, 32, 32, 32), 128, 3, 2, on),
+                                         # rows of 8 at stride 2: whole panels only where they are 8 wide (AVX2)
+                                         ((1, 16, 16, 16), 16, 3, 2, on and microgemm.NR == 16),
+                                         ((1, 16, 32, 32), 16, 1, 2, False), ((1, 32, 56, 56), 64, 3, 2, False)):
         x = rng.standard_normal(shape).astype(np.float32)
         w = rng.standard_normal((cout, shape[1], k, k)).astype(np.float32)
         p = k // 2

@@ -634,12 +634,14 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             and s == [1, 1, 1] and ck // g >= (IMPLICIT_MIN_TAPS if g == 1 else DIRECT_MIN_TAPS)
             and o3[2] >= IMPLICIT_MIN_WIDTH
             and (cpg <= IMPLICIT_MAX_COUT or o3[1] * o3[2] >= IMPLICIT_MIN_PIXELS
-                 or n * ck * p_out <= IMPLICIT_SMALL_COL)):
+                 or n * ck * p_out <= IMPLICIT_SMALL_COL
+                 or cpg <= IMPLICIT_MID_COUT and o3[2] >= IMPLICIT_MID_SHARE * (o3[2] + (kk[2] - 1) * d[2]))):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1], o3[2] + (kk[2] - 1) * d[2],
                               kk[1], kk[2], d[1], d[2], pb, epilogue)
     if (microgemm.ENABLED and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s[0] == 1
             and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH
-            and (g > 1 and cpg <= STRIDED_MAX_COUT or cpg <= IMPLICIT_MAX_COUT and o3[2] >= 2 * IMPLICIT_MIN_WIDTH)):
+            and (g > 1 and cpg <= STRIDED_MAX_COUT or cpg <= IMPLICIT_MAX_COUT and o3[2] >= 2 * IMPLICIT_MIN_WIDTH
+                 or g == 1 and _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck))):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1] // s[1],
                               o3[2] + (kk[2] - 1) * d[2] // s[2], kk[1], kk[2], d[1], d[2], pb, epilogue, s[1], s[2])
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
@@ -1501,7 +1503,13 @@ def _direct_serial_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tup
 # for tap (channel, ky, kx) is the padded plane read from ky * dh * wp + kx * dw on -- microgemm's
 # gemm_rows_at takes the rows by offset, so nothing is unfolded; the product runs in the padded row width
 # (columns past ow read into the next row and are dropped when the valid ones are copied out), then the
-# fused step's epilogue.  Column ranges (whole panels) go to the threads.
+# fused step's epilogue.  Column ranges (whole panels) go to the threads.  Or (_by_rows: where rows of ow
+# columns fill the GEMM's panels about as well as the padded width does, counting the copy) one product per
+# output row straight into the output, its C rows oh * ow apart (_implicit_rows): no extra columns, no copy.
+# Against the wide form (Xeon with AVX-512, 2 threads, bias + Relu): ResNet's 7x7 / 2 stem [1, 3, 64, 64] ->
+# 64 (which took the banded path) 123 -> 105 us, [1, 3, 300, 300] -> 8 448 -> 333, [1, 8, 150, 150] -> 16
+# 352 -> 313, [1, 3, 224, 224] 3x3 / 2 -> 32 314 -> 234; rows of 38 ([1, 64, 38, 38] -> 64: a panel and a
+# masked 6 columns) 479 against 583 stay wide.
 @njit(nogil=True, cache=True, error_model="numpy")
 def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no cover
     """Columns j0..j1-1 of image n's product, group by group, into wide [N, Cout, oh * wp]; w [G, Cout/G,
@@ -1518,9 +1526,26 @@ def _implicit_part(xp, w, offs, wide, n, j0, j1, c_in, hp, wp):  # pragma: no co
                                np.int64(length), np.int64(j0), np.int64(j1))
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _implicit_rows(xp, w, offs, out, n, y0, y1, c_in, hp, wp):  # pragma: no cover
+    """Output rows y0..y1-1 of image n straight into out [N, Cout, oh, ow]: per row and group one product whose
+    columns are the row's ow pixels and whose C rows (the output channels) lie oh * ow apart -- no padded-width
+    columns computed, nothing copied out.  The same chains of multiply-adds as _implicit_part's."""
+    groups, cpg, ck = w.shape
+    c_out, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    cin_g = c_in // groups
+    for g in range(groups):
+        src = xp.ctypes.data + (n * c_in + g * cin_g) * hp * wp * 4
+        dst = out.ctypes.data + (n * c_out + g * cpg) * oh * ow * 4
+        for y in range(y0, y1):
+            microgemm.gemm_rows_at(np.int64(cpg), np.int64(ow), np.int64(ck), np.int64(w[g].ctypes.data),
+                                   np.int64(ck), np.int64(src + 4 * y * wp), np.int64(offs.ctypes.data),
+                                   np.int64(dst + 4 * y * ow), np.int64(oh * ow), np.int64(0), np.int64(ow))
+
+
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
-def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, tasks, res, bias, code, p0, p1,
-                  k):  # pragma: no cover
+def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, tasks, by_rows, res, bias, code,
+                  p0, p1, k):  # pragma: no cover
     """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
     columns in `parts` ranges -- bands of whole output rows where the image has at least `parts` rows, each
     band copied out and finished (epilogue_span) by the thread that computed it, else ranges of whole panels
@@ -1542,8 +1567,11 @@ def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, 
         # over the threads by planes first.  (Panel-aligned jobs, below, left each thread's copy reading
         # planes half computed on the other core; [1, 16, 150, 150] 3x3 -> 16 473 -> 403 us, [1, 32, 75, 75]
         # -> 32 440 -> 320, [1, 64, 38, 38] -> 64 353 -> 331: Xeon with AVX-512, 2 threads.)
-        for t in prange(tasks):
-            _fill_planes(x, fill, phases, xp, hp, wp, t * planes // tasks, (t + 1) * planes // tasks)
+        if xp.shape[0] >= FILL_PARALLEL_MIN:
+            for t in prange(tasks):
+                _fill_planes(x, fill, phases, xp, hp, wp, t * planes // tasks, (t + 1) * planes // tasks)
+        else:  # a small input: its own parallel launch cost more than the fill
+            _fill_planes(x, fill, phases, xp, hp, wp, 0, planes)
         for i in range(planes * hp * wp, xp.shape[0]):
             xp[i] = 0.0
         for t in prange(tasks):
@@ -1551,14 +1579,22 @@ def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, 
             for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
                 n, part = j // parts, j % parts
                 y0, y1 = part * oh // parts, (part + 1) * oh // parts
-                _implicit_part(xp, w, offs, wide, n, y0 * wp, y1 * wp, c_in, hp, wp)
-                _implicit_copy_rows(wide, out, wp, n, y0, y1)
+                if by_rows:
+                    _implicit_rows(xp, w, offs, out, n, y0, y1, c_in, hp, wp)
+                else:
+                    _implicit_part(xp, w, offs, wide, n, y0 * wp, y1 * wp, c_in, hp, wp)
+                    _implicit_copy_rows(wide, out, wp, n, y0, y1)
                 for r in range(n * c_out, (n + 1) * c_out):
                     epilogue_span(code, rows, res, bias, c_out, r, y0 * ow, y1 * ow, buf, p0, p1, k)
         return
     _fill_planes(x, fill, phases, xp, hp, wp, 0, planes)
     for i in range(planes * hp * wp, xp.shape[0]):
         xp[i] = 0.0
+    if tasks == 1 and by_rows:
+        for n in range(n_count):
+            _implicit_rows(xp, w, offs, out, n, 0, oh, c_in, hp, wp)
+        epilogue_rows(rows, res, bias, c_out, code, p0, p1, k)
+        return
     if tasks == 1:
         for n in range(n_count):
             _implicit_part(xp, w, offs, wide, n, 0, length, c_in, hp, wp)
@@ -1678,6 +1714,8 @@ def _implicit_copy(wide, out, wp, r0, r1):  # pragma: no cover
                 dst[np.uintp(d0 + t)] = src[np.uintp(s0 + t)]
 
 
+# Padded (or phase) planes of at least this many values are filled on the threads (implicit_conv's bands).
+FILL_PARALLEL_MIN = 1 << 14
 # Multiply-adds from which an implicit-GEMM convolution shares its columns out over the threads.
 IMPLICIT_PARALLEL_MIN = 1 << 21
 # Which convolutions take it: at most IMPLICIT_MAX_COUT output channels, output rows at least
@@ -1717,6 +1755,37 @@ IMPLICIT_SMALL_COL = SMALL_COL
 STRIDED_MAX_COUT = 64
 IMPLICIT_MIN_WIDTH = 8
 IMPLICIT_MIN_PIXELS = 1200
+# And on smaller maps up to IMPLICIT_MID_COUT output channels where the padded rows add at most 1 /
+# IMPLICIT_MID_SHARE - 1 columns to the product (3x3 filters on rows of 16+, not dilated ones).  Measured
+# against the banded path (Xeon with AVX-512, 2 threads, bias + Relu): [1, 64, 19, 19] -> 64 209 -> 180 us,
+# [1, 64, 16, 16] -> 64 140 -> 124, [1, 32, 32, 32] -> 32 114 -> 94 (row by row), [2, 16, 32, 32] -> 32 127 ->
+# 94, [1, 64, 24, 24] -> 64 244 -> 237; [1, 128, 8, 8] -> 128 and rows of 8 level; SSD's dilated [1, 64, 19,
+# 19] -> 128 (6, 6) slower (357 against 436: 12 of every 31 columns wasted).
+IMPLICIT_MID_COUT = 64
+IMPLICIT_MID_SHARE = 0.85
+
+
+# IMPLICIT_BY_ROWS: None chooses (_by_rows), True / False forces a mode (measurements, tests).
+IMPLICIT_BY_ROWS: bool | None = None
+IMPLICIT_COPY_TAPS = 10
+
+
+def _row_cost(width: int) -> float:
+    """GEMM panels (in NR-column units) one product over `width` columns takes: full panels, then a half
+    panel (NH columns, or fewer masked) for a rest of at most NH, a half and a masked half above that."""
+    full, rest = divmod(width, microgemm.NR)
+    return full + (0.0 if rest == 0 else 0.5 if rest <= microgemm.NH else 1.0)
+
+
+def _by_rows(ow: int, wp: int, taps: int) -> bool:
+    """Whether implicit_conv computes row by row into the output (_implicit_rows) rather than over the padded
+    width and copies out.  Per output value the wide form computes taps * wp / ow multiply-adds and copies
+    one value, the row form taps / (its panels' share of useful columns): rows where that is no more than
+    the wide form's plus IMPLICIT_COPY_TAPS (what a copied value cost, in multiply-adds)."""
+    if IMPLICIT_BY_ROWS is not None:
+        return bool(IMPLICIT_BY_ROWS)
+    row_share = ow / (microgemm.NR * _row_cost(ow))
+    return taps / row_share <= taps * wp / ow + IMPLICIT_COPY_TAPS
 
 
 def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int, wp: int,
@@ -1746,11 +1815,14 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     # ranges of whole panels, about one per thread over the images (the bits do not depend on the cut)
     panels = -(-oh * wp // microgemm.NR)
     parts = max(1, min(panels, -(-threads // n))) if parallel else 1
+    by_rows = _by_rows(out4[3], wp, ck)
+    if by_rows:  # bands of whole rows
+        parts = min(parts, oh)
     tasks = min(n * parts, threads) if parallel else 1
-    xp_shape, wide_shape = (fill[0] * hp * wp + spare,), (out4[0], out4[1], oh * wp)
+    xp_shape, wide_shape = (fill[0] * hp * wp + spare,), (out4[0], out4[1], 0 if by_rows else oh * wp)
     run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype),
-                c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, c_array(2, w2.dtype), e.bias,
-                e.code, e.p0, e.p1, e.k)
+                c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, by_rows, c_array(2, w2.dtype),
+                e.bias, e.code, e.p0, e.p1, e.k)
 
     _, bias, code, p0, p1, k = e
     dtype = w2.dtype
@@ -1758,8 +1830,8 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         # (np.ascontiguousarray first: reshape(-1) of a strided 1-D-like view stays a strided view)
         run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
-            SCRATCH.get(0, xp_shape, dtype), SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, res_rows,
-            bias, code, p0, p1, k)
+            SCRATCH.get(0, xp_shape, dtype), SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, by_rows,
+            res_rows, bias, code, p0, p1, k)
     return _fused_plan("implicit", call, lambda: _implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh,
                                                                 kw, dh, dw, pb, None, sh, sw),
                        epilogue, out_shape, w2.dtype, e.no_res, tasks > 1)
