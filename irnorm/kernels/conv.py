@@ -1750,8 +1750,11 @@ IMPLICIT_SMALL_COL = SMALL_COL
 # the paths before: AlexNet's 11x11 / 4 [1, 3, 160, 160] -> 8 73 -> 55 us (banded), RegNetY's grouped 3x3 / 2
 # [1, 16, 32, 32] in 2 groups 27 -> 12 and [1, 32, 16, 16] in 4 groups 26 -> 16, 3x3 / 2 stems [1, 3, 64, 64]
 # -> 8 12 -> 8 and -> 16 15 -> 11, [1, 16, 32, 32] -> 16 19 -> 14; ResNet's 7x7 / 2 stem [1, 3, 64, 64] -> 64
-# was slower in the network (55 -> 63 us; the phase planes' extra columns and fill) and stays banded, as do
-# 128 outputs ([1, 64, 32, 32]: 120 -> 128); rows of 8 were level or slower ([1, 16, 16, 16] -> 16).
+# was slower in the network over the padded width (55 -> 63 us; the phase planes' extra columns and fill), as
+# were 128 outputs ([1, 64, 32, 32]: 120 -> 128); rows of 8 were level or slower ([1, 16, 16, 16] -> 16).  Dense
+# ones with more output channels take it where _by_rows picks the row form, rows of whole panels (Xeon with
+# AVX-512, 2 threads, medians against the banded path): that stem 140 -> 125 us, [1, 32, 64, 64] 3x3 / 2 -> 64
+# 354 -> 283, [1, 3, 224, 224] 7x7 / 2 -> 64 1350 -> 1187; [1, 64, 32, 32] -> 128 level.
 STRIDED_MAX_COUT = 64
 IMPLICIT_MIN_WIDTH = 8
 IMPLICIT_MIN_PIXELS = 1200
