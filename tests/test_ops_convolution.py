@@ -1033,6 +1033,37 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
     assert len(calls) == cases * (3 if parallel else 2) and (max(calls) > 1) == parallel
 
 
+def test_implicit_row_form_keeps_the_threads_of_one_row_images(monkeypatch):
+    """The implicit GEMM's row form shares whole output rows out over the threads, so an image of fewer rows
+    than the threads would get (1-D data: one row) keeps the wide form and its ranges of panels on every
+    thread, even where the row form would fill the panels better; and a dense strided filter of many
+    channels on such data does not take the implicit GEMM for the row form's sake."""
+    from irnorm.kernels import conv, microgemm
+
+    if not microgemm.ENABLED:
+        pytest.skip("irnorm's GEMM kernels do not run on this CPU: no implicit GEMM")
+    if conv._threads() < 2:
+        pytest.skip("one thread: nothing to share out")
+    by_rows = _record_calls(monkeypatch, conv, "implicit_conv", 13)
+    tasks = _record_calls(monkeypatch, conv, "implicit_conv", 12)
+    monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", True)
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((1, 32, 1, 4000)).astype(np.float32)
+    w = rng.standard_normal((16, 32, 1, 3)).astype(np.float32)
+    want = R.convolution(x, w, [1, 1], [0, 1], [0, 1], [1, 1])
+    y = conv.conv_forward(x, np.ascontiguousarray(w.reshape(1, 16, -1)), (1, 3), (1, 1), (1, 1), (0, 1),
+                          want.shape[2:])
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3)
+    assert by_rows == [False] and len(tasks) == 1 and tasks[0] > 1
+    monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", None)
+    w2 = rng.standard_normal((128, 32, 1, 3)).astype(np.float32)
+    want2 = R.convolution(x, w2, [1, 2], [0, 1], [0, 1], [1, 1])
+    y2 = conv.conv_forward(x, np.ascontiguousarray(w2.reshape(1, 128, -1)), (1, 3), (1, 2), (1, 1), (0, 1),
+                           want2.shape[2:])
+    np.testing.assert_allclose(y2, want2, rtol=1e-4, atol=1e-3)
+    assert len(by_rows) == 1  # not the implicit GEMM
+
+
 def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     """conv_forward takes the implicit GEMM for a few output channels, many on a large map or on a map whose
     unfolded columns are few, up to 64 on rows of 16+ (little padding), an image's first layer at stride 1

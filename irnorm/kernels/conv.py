@@ -641,7 +641,7 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
     if (microgemm.ENABLED and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s[0] == 1
             and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH
             and (g > 1 and cpg <= STRIDED_MAX_COUT or cpg <= IMPLICIT_MAX_COUT and o3[2] >= 2 * IMPLICIT_MIN_WIDTH
-                 or g == 1 and _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck))):
+                 or g == 1 and o3[1] >= _threads() and _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck))):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1] // s[1],
                               o3[2] + (kk[2] - 1) * d[2] // s[2], kk[1], kk[2], d[1], d[2], pb, epilogue, s[1], s[2])
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
@@ -1780,6 +1780,12 @@ def _row_cost(width: int) -> float:
     return full + (0.0 if rest == 0 else 0.5 if rest <= microgemm.NH else 1.0)
 
 
+def _threads() -> int:
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
 def _by_rows(ow: int, wp: int, taps: int) -> bool:
     """Whether implicit_conv computes row by row into the output (_implicit_rows) rather than over the padded
     width and copies out.  Per output value the wide form computes taps * wp / ow multiply-adds and copies
@@ -1818,9 +1824,9 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     # ranges of whole panels, about one per thread over the images (the bits do not depend on the cut)
     panels = -(-oh * wp // microgemm.NR)
     parts = max(1, min(panels, -(-threads // n))) if parallel else 1
-    by_rows = _by_rows(out4[3], wp, ck)
-    if by_rows:  # bands of whole rows
-        parts = min(parts, oh)
+    # (the row form shares whole rows out: an image of fewer rows than parts -- 1-D data -- keeps the wide form's
+    # ranges of panels, and its threads)
+    by_rows = _by_rows(out4[3], wp, ck) and parts <= oh
     tasks = min(n * parts, threads) if parallel else 1
     xp_shape, wide_shape = (fill[0] * hp * wp + spare,), (out4[0], out4[1], 0 if by_rows else oh * wp)
     run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype),
