@@ -989,6 +989,7 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
     if parallel:
         monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
     calls = _record_calls(monkeypatch, conv, "implicit_conv", 12)  # its tasks
+    modes = _record_calls(monkeypatch, conv, "implicit_conv", 13)  # wide form 0, rows 1, rows by channels 2
     rng = np.random.default_rng(33)
     cases = 24
     for case in range(cases):
@@ -1030,7 +1031,13 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
             monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1 << 62)
             np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
             monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
-    assert len(calls) == cases * (3 if parallel else 2) and (max(calls) > 1) == parallel
+            # and so do the row form's threads on ranges of output channels (one group)
+            monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", True)
+            monkeypatch.setattr(conv, "IMPLICIT_BY_CHANNELS", True)
+            np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
+            monkeypatch.setattr(conv, "IMPLICIT_BY_CHANNELS", None)
+    assert len(calls) == cases * (4 if parallel else 2) and (max(calls) > 1) == parallel
+    assert (2 in modes) == (parallel and conv._threads() > 1)
 
 
 def test_implicit_row_form_keeps_the_threads_of_one_row_images(monkeypatch):
@@ -1071,12 +1078,11 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
     filters with more on rows of whole GEMM panels (ResNet's 7x7 / 2 stem to 64, 3x3 / 2 to 128 on rows of
     16), exactly where irnorm's GEMM kernels are enabled; not for 128 channels on a mid-sized map, 64 on rows
     of 13 padded to 17, one input channel, a strided 1x1 filter, dense strided filters on rows of 28 (a panel
-    and a part) nor rows of 8 at stride 2 with AVX-512 (half a panel)."""
+    and a part) nor rows of 8 at stride 2 with AVX-512 (half a panel).  The stem's threads take ranges of its
+    output channels (a small input, 32 channels a thread)."""
     from irnorm.kernels import conv, microgemm
 
-    calls: list = []
-    orig = conv.implicit_conv
-    monkeypatch.setattr(conv, "implicit_conv", lambda *a: calls.append(1) or orig(*a))
+    calls = _record_calls(monkeypatch, conv, "implicit_conv", 13)  # the form: wide 0, rows 1, rows by channels 2
     rng = np.random.default_rng(3)
     on = microgemm.ENABLED
     for shape, cout, k, st, expected in (((1, 64, 16, 16), 8, 3, 1, on), ((1, 16, 40, 40), 32, 3, 1, on),
@@ -1096,6 +1102,8 @@ def test_implicit_gemm_taken_where_the_gemm_kernels_run(monkeypatch):
         y = conv.conv_forward(x, np.ascontiguousarray(w.reshape(1, cout, -1)), (k, k), (st, st), (1, 1), (p, p),
                               want.shape[2:])
         assert (len(calls) > before) == expected, (shape, cout, k, st)
+        if expected and (shape, cout, k) == ((1, 3, 64, 64), 64, 7):
+            assert calls[-1] == (2 if conv._threads() > 1 else 1)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3)
 
 

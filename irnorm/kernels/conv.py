@@ -1543,12 +1543,27 @@ def _implicit_rows(xp, w, offs, out, n, y0, y1, c_in, hp, wp):  # pragma: no cov
                                    np.int64(dst + 4 * y * ow), np.int64(oh * ow), np.int64(0), np.int64(ow))
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _implicit_channels(xp, w, offs, out, n, c0, c1, c_in, hp, wp):  # pragma: no cover
+    """_implicit_rows for output channels c0..c1-1 of image n over all its rows, one group (w [1, Cout, CK]):
+    the same chains of multiply-adds, C's rows a part of the channels'."""
+    ck = w.shape[2]
+    c_out, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    src = xp.ctypes.data + n * c_in * hp * wp * 4
+    dst = out.ctypes.data + (n * c_out + c0) * oh * ow * 4
+    for y in range(oh):
+        microgemm.gemm_rows_at(np.int64(c1 - c0), np.int64(ow), np.int64(ck), np.int64(w[0].ctypes.data + 4 * c0 * ck),
+                               np.int64(ck), np.int64(src + 4 * y * wp), np.int64(offs.ctypes.data),
+                               np.int64(dst + 4 * y * ow), np.int64(oh * ow), np.int64(0), np.int64(ow))
+
+
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, tasks, by_rows, res, bias, code,
                   p0, p1, k):  # pragma: no cover
     """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
     columns in `parts` ranges -- bands of whole output rows where the image has at least `parts` rows, each
-    band copied out and finished (epilogue_span) by the thread that computed it, else ranges of whole panels
+    band copied out and finished (epilogue_span) by the thread that computed it (with `by_rows` 2 ranges of
+    output channels instead, every row: _implicit_channels), else ranges of whole panels
     -- the (image, range) jobs in `tasks` groups over the threads (1: the calling thread); then the valid
     columns copied out and the epilogue (epilogue_rows).  The bits do not depend on the cut.  `phases`
     (sh, sw, ph, pw): strides above one split each padded input plane into its sh x sw phases (fill_phases;
@@ -1574,6 +1589,16 @@ def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, 
             _fill_planes(x, fill, phases, xp, hp, wp, 0, planes)
         for i in range(planes * hp * wp, xp.shape[0]):
             xp[i] = 0.0
+        if by_rows == 2:  # each job a range of whole output planes (output channels), every row
+            for t in prange(tasks):
+                buf = epilogue_buffer(rows)
+                for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
+                    n, part = j // parts, j % parts
+                    c0, c1 = part * c_out // parts, (part + 1) * c_out // parts
+                    _implicit_channels(xp, w, offs, out, n, c0, c1, c_in, hp, wp)
+                    for r in range(n * c_out + c0, n * c_out + c1):
+                        epilogue_span(code, rows, res, bias, c_out, r, 0, oh * ow, buf, p0, p1, k)
+            return
         for t in prange(tasks):
             buf = epilogue_buffer(rows)
             for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
@@ -1797,6 +1822,27 @@ def _by_rows(ow: int, wp: int, taps: int) -> bool:
     return taps / row_share <= taps * wp / ow + IMPLICIT_COPY_TAPS
 
 
+# The row form's threads take ranges of whole output planes (every row) rather than bands of rows where each
+# gets at least CHANNELS_SPLIT_MIN output channels and the padded (or phase) planes they all read are at most
+# CHANNELS_SPLIT_MAX_BYTES: each thread then holds half the filters beside the whole input in its caches.
+# ResNet-18's 7x7 / 2 stem [1, 3, 64, 64] -> 64 inside the network (Xeon with AVX-512, 2 threads, six
+# processes alternating, the median of their per-layer minima): 124 -> 112 us.  SSD-VGG's larger inputs
+# ([1, 64, 150, 150] on) were slower so (6.1 -> 6.5 ms), a thread's band of rows reading half the input.
+CHANNELS_SPLIT_MIN = 32
+CHANNELS_SPLIT_MAX_BYTES = 128 << 10
+# IMPLICIT_BY_CHANNELS: None chooses (_by_channels), True / False forces it where the row form runs on
+# several threads over one group (tests).
+IMPLICIT_BY_CHANNELS: bool | None = None
+
+
+def _by_channels(per_part: int, input_bytes: int) -> bool:
+    """Whether the row form's threads take ranges of `per_part` output channels rather than bands of rows,
+    reading padded planes of `input_bytes`."""
+    if IMPLICIT_BY_CHANNELS is not None:
+        return bool(IMPLICIT_BY_CHANNELS)
+    return per_part >= CHANNELS_SPLIT_MIN and input_bytes <= CHANNELS_SPLIT_MAX_BYTES
+
+
 def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], c: int, hp: int, wp: int,
                    kh: int, kw: int, dh: int, dw: int, pb, epilogue: Epilogue | None, sh: int = 1, sw: int = 1
                    ) -> Callable[..., np.ndarray]:
@@ -1829,8 +1875,12 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     by_rows = _by_rows(out4[3], wp, ck) and parts <= oh
     tasks = min(n * parts, threads) if parallel else 1
     xp_shape, wide_shape = (fill[0] * hp * wp + spare,), (out4[0], out4[1], 0 if by_rows else oh * wp)
+    # 0: the wide form, 1: the row form, 2: the row form with the threads on ranges of output channels
+    mode = int(by_rows)
+    if by_rows and tasks > 1 and w2.shape[0] == 1 and _by_channels(w2.shape[1] // parts, 4 * xp_shape[0]):
+        mode = 2
     run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype),
-                c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, by_rows, c_array(2, w2.dtype),
+                c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, mode, c_array(2, w2.dtype),
                 e.bias, e.code, e.p0, e.p1, e.k)
 
     _, bias, code, p0, p1, k = e
@@ -1839,7 +1889,7 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         # (np.ascontiguousarray first: reshape(-1) of a strided 1-D-like view stays a strided view)
         run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
-            SCRATCH.get(0, xp_shape, dtype), SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, by_rows,
+            SCRATCH.get(0, xp_shape, dtype), SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, mode,
             res_rows, bias, code, p0, p1, k)
     return _fused_plan("implicit", call, lambda: _implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh,
                                                                 kw, dh, dw, pb, None, sh, sw),
