@@ -226,7 +226,8 @@ def test_declared_output_dims_are_checked(tmp_path):
 def test_small_trailing_reductions_take_one_call_and_equal_the_general_path_bit_for_bit(tmp_path, dtype):
     """A small input reduced over its trailing axes (a global pool, a squeeze-excite block) runs one
     kernel call from the input to the output; it must equal the general kernel followed by the op's
-    division, square root and cast exactly, on the first run and on later runs (remembered); a
+    division, square root and cast exactly, on the first run and on later runs (remembered; on a static
+    model the plan's straight-line runner calls each step with its data alone, the step's static_call); a
     non-contiguous input is refused (the op then takes the general path)."""
     from irnorm.kernels import reduce as kern
     from irnorm.kernels.opcodes import REDUCE_SUM, REDUCE_SUMSQ
@@ -238,6 +239,7 @@ def test_small_trailing_reductions_take_one_call_and_equal_the_general_path_bit_
         keep = k % 2 == 0
         xml = save(_model(shape, dtype, axes, keep), tmp_path, f"s{k}")
         m = irnorm.load(xml)
+        assert m._plan.source.count("= fast") == len(OPS), m._plan.source
         x = (rng.standard_normal(shape) * 4 + 50).astype(dtype)
         norm = sorted({a % len(shape) for a in axes})
         n = int(np.prod([shape[a] for a in norm]))
