@@ -393,3 +393,27 @@ def test_scratch_hands_out_the_same_buffer_per_slot_and_thread() -> None:
     assert not np.shares_memory(other[0], c)  # per thread
     s.clear()
     assert not np.shares_memory(s.get(1, (4, 8), np.float32), c)
+
+
+def test_scratch_getter_hands_out_what_get_does() -> None:
+    """Scratch.getter(slot, shape, dtype)() is get(slot, shape, dtype): below MIN_BYTES a fresh array every call,
+    from MIN_BYTES on the slot's kept buffer (the same array get hands out, per thread); a buffer of no
+    elements is one array made once."""
+    import threading
+
+    from irnorm.kernels.pool import Scratch
+
+    s = Scratch()
+    small = s.getter(0, (4, 8), np.float32)
+    a = small()
+    assert a.shape == (4, 8) and a.dtype == np.float32 and a.flags.c_contiguous and small() is not a
+    s.MIN_BYTES = 0  # (this Scratch only) kept from here on, by the same getter too
+    kept = small()
+    assert small() is kept and s.get(0, (4, 8), np.float32) is kept
+    other: list = []
+    t = threading.Thread(target=lambda: other.append(small()))
+    t.start()
+    t.join()
+    assert other[0].shape == (4, 8) and not np.shares_memory(other[0], kept)  # per thread
+    none = s.getter(1, (2, 0), np.float64)
+    assert none().shape == (2, 0) and none().dtype == np.float64 and none() is none()

@@ -1884,13 +1884,12 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
                 e.bias, e.code, e.p0, e.p1, e.k)
 
     _, bias, code, p0, p1, k = e
-    dtype = w2.dtype
+    padded, wide = SCRATCH.getter(0, xp_shape, w2.dtype), SCRATCH.getter(1, wide_shape, w2.dtype)
 
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         # (np.ascontiguousarray first: reshape(-1) of a strided 1-D-like view stays a strided view)
-        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4),
-            SCRATCH.get(0, xp_shape, dtype), SCRATCH.get(1, wide_shape, dtype), c, hp, wp, parts, tasks, mode,
-            res_rows, bias, code, p0, p1, k)
+        run(np.ascontiguousarray(x).reshape(-1), fill, phases, w2, offs, out.reshape(out4), padded(), wide(), c, hp,
+            wp, parts, tasks, mode, res_rows, bias, code, p0, p1, k)
     return _fused_plan("implicit", call, lambda: _implicit_plan(x5_shape, w, out_shape, c, hp // (sh * sw), wp, kh,
                                                                 kw, dh, dw, pb, None, sh, sw),
                        epilogue, out_shape, w2.dtype, e.no_res, tasks > 1)
@@ -2161,10 +2160,11 @@ def _depthwise3_plan(x5_shape: tuple[int, ...], w3: np.ndarray, out_shape: tuple
     run = entry(depthwise3, c_array(1, dtype), fill, c_array(1, dtype), w3, c_array(4, dtype), s[1], s[2], tasks,
                 c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
+    padded, out4 = SCRATCH.getter(0, (planes * hp * wp,), dtype), (out_shape[0], out_shape[1], oh, ow)
+
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
-        run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w3,
-            out.reshape((out_shape[0], out_shape[1], oh, ow)), s[1], s[2], tasks, res_rows, e.bias, e.code, e.p0,
-            e.p1, e.k)
+        run(np.ascontiguousarray(x).reshape(-1), fill, padded(), w3, out.reshape(out4), s[1], s[2], tasks, res_rows,
+            e.bias, e.code, e.p0, e.p1, e.k)
     return _fused_plan("rows3", call, lambda: _depthwise3_plan(x5_shape, w3, out_shape, s, pb, tasks, None),
                        epilogue, out_shape, dtype, e.no_res, tasks > 1)
 
@@ -2250,10 +2250,11 @@ def _rowvec_plan(x5_shape: tuple[int, ...], w4: np.ndarray, out_shape: tuple[int
     run = entry(depthwise_rows, c_array(1, dtype), fill, c_array(1, dtype), w2, offs, c_array(4, dtype), hp, wp,
                 s[1], s[2], tasks, c_array(2, dtype), e.bias, e.code, e.p0, e.p1, e.k)
 
+    padded, out4 = SCRATCH.getter(0, (planes * hp * wp,), dtype), (out_shape[0], out_shape[1], oh, ow)
+
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
-        run(np.ascontiguousarray(x).reshape(-1), fill, SCRATCH.get(0, (planes * hp * wp,), dtype), w2, offs,
-            out.reshape((out_shape[0], out_shape[1], oh, ow)), hp, wp, s[1], s[2], tasks, res_rows, e.bias, e.code,
-            e.p0, e.p1, e.k)
+        run(np.ascontiguousarray(x).reshape(-1), fill, padded(), w2, offs, out.reshape(out4), hp, wp, s[1], s[2],
+            tasks, res_rows, e.bias, e.code, e.p0, e.p1, e.k)
     return _fused_plan("rowvec", call, lambda: _rowvec_plan(x5_shape, w4, out_shape, s, pb, tasks, None),
                        epilogue, out_shape, dtype, e.no_res, tasks > 1)
 
