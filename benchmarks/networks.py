@@ -1,9 +1,9 @@
 """Whole networks: irnorm against OpenVINO on the real exports under tests/networks/ (written by
 openvino.save_model from torchvision / timm / transformers models, see tools/make_networks.py), each
 contender in its own process per round, interleaved, outputs checked against OpenVINO's stored ones
-first, medians.  Also the time both spend in their normalization layers, from irnorm's per-layer
-profile and OpenVINO's per-layer performance counters (PERF_COUNT), where OpenVINO keeps its
-normalizations as nodes of their own (MVN, RMS); both with per-layer timing switched on.
+first, medians.  Also the time both spend in the same normalization layers, from irnorm's per-layer
+profile and OpenVINO's per-layer performance counters (PERF_COUNT), both with per-layer timing switched
+on: see same_layers().
 
     python benchmarks/networks.py                      # every *_static network, 3 rounds
     python benchmarks/networks.py --variant dynamic    # the dynamic-shape exports
@@ -36,10 +36,6 @@ HERE = Path(__file__).resolve().parent
 NETWORKS = HERE.parent / "tests" / "networks"
 # the normalization layers (irnorm's fused steps are labelled by what they contain)
 NORM_WORDS = ("MVN", "GroupNormalization", "NormalizeL2", "RMS", "L2Norm", "LayerNorm", "BatchNorm")
-# OpenVINO's CPU plugin keeps these as nodes of their own (an exported LayerNorm becomes one MVN node with
-# the Multiply/Add fused in, an RMSNorm one RMS node); a GroupNorm or BatchNorm it decomposes into
-# Subgraph / Convolution nodes, whose counters do not isolate it.
-OV_NORM_NODES = ("MVN", "RMS", "NormalizeL2", "GroupNormalization")
 
 
 def _norm(type_name: str) -> bool:
@@ -48,8 +44,8 @@ def _norm(type_name: str) -> bool:
 
 def prepare(contender: str, xml: str, threads: int) -> dict:
     """Load `xml` in `contender`, run it once and check its outputs against the stored ones.  Returns
-    call() (one inference), norm_ms() (the time in normalization layers of one profiled run, median of four
-    after a first one), the relative error, and the load time."""
+    call() (one inference), layer_times() (what each executed step or node took in four profiled runs after a
+    first one, with the IR layers it stands for: see same_layers()), the relative error, and the load time."""
     stem = xml[:-4]
     with np.load(stem + ".inputs.npz") as z:
         feeds = {k: z[k] for k in z.files}
@@ -66,12 +62,18 @@ def prepare(contender: str, xml: str, threads: int) -> dict:
         def call():
             return list(m.run(args).values())
 
-        def norm_ms() -> float:  # as OpenVINO's below: the median of four profiled runs after a first one
-            runs = []
-            for _ in range(5):
+        covers = {names[-1]: names for _, names in m.fused_steps}  # a fused step is profiled by its last layer
+
+        def layer_times() -> dict:
+            groups, norm, runs = {}, {}, []
+            for k in range(5):
                 prof = m.run(args, profile=True).profile
-                runs.append(sum(p.seconds for p in prof if _norm(p.type)) * 1e3)
-            return statistics.median(runs[1:])
+                if k == 0:
+                    groups = {str(i): covers.get(p.name, [p.name]) for i, p in enumerate(prof)}
+                    norm = {str(i): _norm(p.type) for i, p in enumerate(prof)}
+                else:
+                    runs.append({str(i): p.seconds * 1e3 for i, p in enumerate(prof)})
+            return {"groups": groups, "norm": norm, "runs": runs}
     else:
         import openvino as ov
 
@@ -86,20 +88,20 @@ def prepare(contender: str, xml: str, threads: int) -> dict:
             req.infer(ov_feeds, share_inputs=True, share_outputs=True)
             return [req.get_output_tensor(i).data for i in range(len(compiled.outputs))]
 
-        counted_req: list = []
-
-        def norm_ms() -> float:  # per-layer counters from a second compilation (they cost time)
-            if not counted_req:
-                counted = core.compile_model(core.read_model(xml), "CPU", {**config, "PERF_COUNT": "YES"})
-                counted_req.append((counted.create_infer_request(),
-                                    {p: ov_feeds[q] for p, q in zip(counted.inputs, compiled.inputs, strict=True)}))
-            r, feeds_counted = counted_req[0]
+        def layer_times() -> dict:  # per-layer counters from a second compilation (they cost time)
+            counted = core.compile_model(core.read_model(xml), "CPU", {**config, "PERF_COUNT": "YES"})
+            r = counted.create_infer_request()
+            feeds_counted = {p: ov_feeds[q] for p, q in zip(counted.inputs, compiled.inputs, strict=True)}
+            # each node of the compiled graph names the IR layers it was made of
+            layers = {op.get_friendly_name(): op.get_rt_info()["originalLayersNames"].astype(str).split(",")
+                      for op in counted.get_runtime_model().get_ordered_ops()}
             runs = []
             for _ in range(5):
                 r.infer(feeds_counted)
-                runs.append(sum(p.real_time.total_seconds() for p in r.get_profiling_info()
-                                if p.node_type in OV_NORM_NODES) * 1e3)
-            return statistics.median(runs[1:])
+                runs.append({p.node_name: p.real_time.total_seconds() * 1e3 for p in r.get_profiling_info()
+                             if p.status == p.Status.EXECUTED})
+            groups = {n: [x for x in layers.get(n, [n]) if x] for n in runs[0]}
+            return {"groups": groups, "norm": {}, "runs": runs[1:]}
     got = [np.array(o, copy=True) for o in call()]
     load_s = time.perf_counter() - t0
     err = 0.0
@@ -108,7 +110,7 @@ def prepare(contender: str, xml: str, threads: int) -> dict:
         err = max(err, float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64)))) / scale if e.size else 0.0)
     for _ in range(3):
         call()
-    return {"call": call, "norm_ms": norm_ms, "max_rel_err": err, "ok": err <= 1e-4, "load_s": load_s}
+    return {"call": call, "layer_times": layer_times, "max_rel_err": err, "ok": err <= 1e-4, "load_s": load_s}
 
 
 def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
@@ -120,12 +122,12 @@ def worker(contender: str, xml: str, runs: int, threads: int) -> dict:
         w["call"]()
         times.append(time.perf_counter() - t)
     return {"median_ms": statistics.median(times) * 1e3, "max_rel_err": w["max_rel_err"], "ok": w["ok"],
-            "norm_ms": w["norm_ms"](), "load_s": w["load_s"]}
+            "layer_times": w["layer_times"](), "load_s": w["load_s"]}
 
 
 def serve(contender: str, xml: str, threads: int) -> None:
     """--lockstep's worker: load and check, say so, then answer the parent's commands on stdin one line at
-    a time -- 'burst K' (K calls, their times), 'norm' (norm_ms()), 'quit'."""
+    a time -- 'burst K' (K calls, their times), 'layers' (layer_times()), 'quit'."""
     w = prepare(contender, xml, threads)
     out = sys.stdout
     out.write(json.dumps({"ok": w["ok"], "max_rel_err": w["max_rel_err"], "load_s": w["load_s"]}) + "\n")
@@ -142,7 +144,7 @@ def serve(contender: str, xml: str, threads: int) -> None:
                 times.append(time.perf_counter() - t)
             out.write(json.dumps(times) + "\n")
         else:
-            out.write(json.dumps(w["norm_ms"]()) + "\n")
+            out.write(json.dumps(w["layer_times"]()) + "\n")
         out.flush()
 
 
@@ -176,6 +178,38 @@ class _Server:
         self.p.wait(timeout=60)
 
 
+def same_layers(irnorm_times: dict, openvino_times: dict) -> tuple[float, float]:
+    """The time both contenders spend in the same normalization layers, ms (medians of four profiled runs).
+
+    Neither side runs the IR's layers one by one: irnorm's planner fuses an exported LayerNorm's MVN,
+    Multiply and Add into one step, and OpenVINO's compiled graph keeps its MVN or RMS node beside a Subgraph
+    holding the Multiply and Add, decomposes a GroupNorm into Subgraph nodes, or fuses an Add into a
+    convolution.  Each step and each node names the IR layers it stands for (irnorm's fused_steps, the
+    `originalLayersNames` of OpenVINO's runtime graph), so the layers are joined into groups that neither
+    side cuts across: two layers are in one group when some step or node of either contender covers both.
+    The groups holding a layer of one of irnorm's normalization steps are compared, each contender's time
+    in them summed: the same layers on both sides, whatever each fused."""
+    parent: dict[str, str] = {}
+
+    def find(a: str) -> str:
+        while parent.setdefault(a, a) != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for side in (irnorm_times, openvino_times):
+        for names in side["groups"].values():
+            for n in names[1:]:
+                parent[find(n)] = find(names[0])
+    roots = {find(n) for step, names in irnorm_times["groups"].items() if irnorm_times["norm"][step] for n in names}
+
+    def total(side: dict) -> float:
+        inside = {k for k, names in side["groups"].items() if any(find(n) in roots for n in names)}
+        return statistics.median(sum(t for k, t in run.items() if k in inside) for run in side["runs"])
+
+    return total(irnorm_times), total(openvino_times)
+
+
 def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env: dict, gap: float = 0.05) -> dict:
     """Both contenders alive at once, each in its own process, taking turns: `bursts` bursts of `burst` calls
     each, alternating which goes first; the first call of a burst (the one that wakes an idle thread pool)
@@ -185,7 +219,7 @@ def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env:
     alike; the ratio is the median of the burst pairs' ratios.  `rounds` fresh process pairs."""
     times: dict[str, list[float]] = {"irnorm": [], "openvino": []}
     ratios: list[float] = []
-    norms: dict[str, list[float]] = {"irnorm": [], "openvino": []}
+    norms: dict[str, list[float]] = {"irnorm": [], "openvino": []}  # same_layers(), per process pair
     ok = True
     for _ in range(rounds):
         servers = {c: _Server(c, xml, threads, env) for c in ("irnorm", "openvino")}
@@ -198,8 +232,9 @@ def lockstep(xml: Path, rounds: int, bursts: int, burst: int, threads: int, env:
                     got[c] = servers[c].ask(f"burst {burst + 1}")[1:]
                     times[c] += got[c]
                 ratios.append(statistics.median(got["irnorm"]) / statistics.median(got["openvino"]))
-            for c in servers:
-                norms[c].append(servers[c].ask("norm"))
+            na, nb = same_layers(servers["irnorm"].ask("layers"), servers["openvino"].ask("layers"))
+            norms["irnorm"].append(na)
+            norms["openvino"].append(nb)
         finally:
             for s in servers.values():
                 s.close()
@@ -261,7 +296,7 @@ def main() -> None:
                 rows.append((name, "-", "-", "-", "-", "-", str(e)))
                 continue
             a, na, nb = r["irnorm_ms"], r["norm_irnorm"], r["norm_openvino"]
-            norm_cmp = f"{nb:.3f} ({na / nb:.2f})" if nb > 0 and na > 0 else "not isolated"
+            norm_cmp = f"{nb:.3f} ({na / nb:.2f})" if nb > 0 and na > 0 else "none"
             rows.append((name, f"{a:.3f}", f"{r['openvino_ms']:.3f}", f"{r['ratio']:.2f}",
                          f"{na:.3f} ({na / a:.0%})" if a else "-", norm_cmp, "ok" if r["ok"] else "OUTPUT MISMATCH"))
             print(f"# {name} done", file=sys.stderr)
@@ -286,16 +321,17 @@ def main() -> None:
         b = statistics.median(x["median_ms"] for x in res["openvino"])
         ratio = statistics.median(x["median_ms"] / y["median_ms"] for x, y in zip(res["irnorm"], res["openvino"],
                                                                                strict=True))
-        na = statistics.median(x["norm_ms"] for x in res["irnorm"])
-        nb = statistics.median(x["norm_ms"] for x in res["openvino"])
+        same = [same_layers(x["layer_times"], y["layer_times"]) for x, y in zip(res["irnorm"], res["openvino"],
+                                                                                  strict=True)]
+        na = statistics.median(x for x, _ in same)
+        nb = statistics.median(y for _, y in same)
         ok = all(x["ok"] for x in res["irnorm"])
-        # the norm layers' ratio only where OpenVINO's counters isolate its normalization nodes
-        norm_cmp = f"{nb:.3f} ({na / nb:.2f})" if nb > 0 and na > 0 else "not isolated"
+        norm_cmp = f"{nb:.3f} ({na / nb:.2f})" if nb > 0 and na > 0 else "none"
         rows.append((name, f"{a:.3f}", f"{b:.3f}", f"{ratio:.2f}", f"{na:.3f} ({na / a:.0%})" if a else "-",
                      norm_cmp, "ok" if ok else "OUTPUT MISMATCH"))
         print(f"# {name} done", file=sys.stderr)
-    head = ("network", "irnorm ms", "OpenVINO ms", "ratio", "irnorm in norm layers", "OpenVINO norm nodes (ratio)",
-            "outputs")
+    head = ("network", "irnorm ms", "OpenVINO ms", "ratio", "irnorm in norm layers",
+            "OpenVINO in the same layers (ratio)", "outputs")
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))

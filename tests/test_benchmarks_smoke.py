@@ -83,3 +83,51 @@ except SystemExit as e:
                           env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "refused: emb: output differs from the float64 reference" in proc.stdout
+
+
+def _networks_module():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import networks
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return networks
+
+
+def test_norm_layers_are_compared_over_the_same_layers() -> None:
+    """same_layers() sums each contender's time over the same IR layers, whatever each fused: irnorm's
+    one LayerNorm step against OpenVINO's MVN node and the Subgraph holding its Multiply and Add, a
+    GroupNorm OpenVINO fused with the following Swish against irnorm's GroupNorm and Swish steps; steps
+    outside those layers (a convolution) are left out on both sides."""
+    same_layers = _networks_module().same_layers
+    ln = ["ln/MVN", "ln/Multiply", "ln/Add"]
+    irnorm_times = {"groups": {"0": ["conv"], "1": ln, "2": ["gn"], "3": ["swish"]},
+                    "norm": {"0": False, "1": True, "2": True, "3": False},
+                    "runs": [{"0": 9.0, "1": 2.0, "2": 4.0, "3": 3.0}, {"0": 8.0, "1": 4.0, "2": 6.0, "3": 5.0}]}
+    openvino_times = {"groups": {"conv": ["conv"], "mvn": ["ln/MVN"], "sub": ["ln/Multiply", "ln/Add"],
+                                 "gn": ["gn", "swish"], "reorder": []},
+                      "norm": {},
+                      "runs": [{"conv": 1.0, "mvn": 1.0, "sub": 1.0, "gn": 3.0, "reorder": 5.0},
+                               {"conv": 1.0, "mvn": 2.0, "sub": 1.0, "gn": 5.0, "reorder": 5.0}]}
+    irnorm_ms, openvino_ms = same_layers(irnorm_times, openvino_times)
+    assert irnorm_ms == 12.0  # the median of 2 + 4 + 3 and 4 + 6 + 5
+    assert openvino_ms == 6.5  # the median of 1 + 1 + 3 and 2 + 1 + 5
+    no_norm = {**irnorm_times, "norm": dict.fromkeys(irnorm_times["norm"], False)}
+    assert same_layers(no_norm, openvino_times) == (0.0, 0.0)
+
+
+def test_networks_lockstep_prints_the_same_layer_comparison() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "networks.py"), "--only", "bert", "--lockstep", "--rounds", "1",
+         "--bursts", "2", "--burst", "2", "--markdown"],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| bert ")]
+    assert len(rows) == 1, proc.stdout
+    name, irnorm_ms, openvino_ms, ratio, in_norm, same, outputs = (c.strip() for c in rows[0])
+    assert float(irnorm_ms) > 0 and float(openvino_ms) > 0 and float(ratio) > 0
+    assert outputs == "ok"
+    # bert's five LayerNorms: both contenders spend time in them, and the ratio is printed beside
+    openvino_norm, norm_ratio = same.split()
+    assert float(openvino_norm) > 0 and float(norm_ratio.strip("()")) > 0
+    assert float(in_norm.split()[0]) > 0
