@@ -238,7 +238,8 @@ def test_vgg_style_head_from_openvino_at_two_dynamic_shapes(tmp_path):
 
 @pytest.mark.parametrize("shape, pad", [((1, 64, 32, 32), 1), ((2, 5, 17, 23), 1), ((1, 3, 40, 9), 0),
                                         ((1, 4, 9, 70), 1), ((1, 6, 15, 20), 2), ((1, 2, 4, 40), 2),
-                                        ((1, 2, 3, 3), 1), ((2, 3, 5, 2), 1), ((1, 3, 6, 7), 3)])
+                                        ((1, 2, 3, 3), 1), ((2, 3, 5, 2), 1), ((1, 3, 6, 7), 3),
+                                        ((1, 2, 20, 70), 1), ((1, 3, 13, 16), 1), ((1, 2, 19, 33), 0)])
 def test_max_pool_3x3_stride_2_vector_rows(shape, pad):
     """Values-only float32 3x3 / 2 max pools (ResNet's stem pool) take the vector-row kernel inside the input
     where irnorm's vector kernels run (kernels/rowvec.py), and so do the windows cut by the padding (all but

@@ -131,14 +131,14 @@ def _max_inside(x, out, idx, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw, sh):  # pragma: no cover
-    """_max_inside's values for float32 windows of column stride 2 by rowvec.max_rows (16 outputs of four
-    rows a call, each tap one masked load of the input row with its even lanes picked): the same rule, so
-    the same values and NaN.  Also the output rows above y_lo and from y_hi on (windows cut by the top or
-    bottom padding) in the inside columns x_lo..x_hi-1: their taps are the rows inside the input, in the same
-    order (the first tap inside first), so again _max_values_clipped's values.  And the columns before x_lo and
-    from x_hi on (windows cut by the side padding), one lane a call with the window's columns inside the input
-    as its taps, again in that order.  _max_values_border then does only the windows wholly in the padding
-    (all_but_padding)."""
+    """_max_inside's values for float32 windows of column stride 2 by rowvec's vector rows (3x3 / 2 windows:
+    max3x3s2_rows4, 16 outputs of four rows a call from each input row read once; else max_rows, each tap one
+    masked load of the input row with its even lanes picked): the same rule, so the same values and NaN.
+    Also the output rows above y_lo and from y_hi on (windows cut by the top or bottom padding) in the inside
+    columns x_lo..x_hi-1: their taps are the rows inside the input, in the same order (the first tap inside
+    first), so again _max_values_clipped's values.  And the columns before x_lo and from x_hi on (windows cut by
+    the side padding), one lane a call with the window's columns inside the input as its taps, again in that
+    order.  _max_values_border then does only the windows wholly in the padding (all_but_padding)."""
     h, w = x.shape[2], x.shape[3]
     oh_count, ow_count = out.shape[2], out.shape[3]
     offs = np.empty(kh * kw, np.int64)
@@ -163,16 +163,31 @@ def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
             for j0 in range(x_lo, x_hi, vw):
                 rowvec.max_rows_2x1(src + 8 * j0, w, offs.ctypes.data, 0, (yb - ya) * kw, dst + 4 * j0, ow_count,
                                     min(vw, x_hi - j0))
+        # ResNet's pool (padding 1): the first column's windows start in the left padding; its inside rows are
+        # folded into the first vector block (rowvec.max3x3s2_rows4_left), which then holds VW columns, not VW - 1
+        left = pw == 1 and x_lo == 1 and w >= 2 and x_hi > x_lo
         oh = y_lo
         while oh < y_hi:
             block = y_hi - oh >= four
+            if not block and y_hi - y_lo >= four:  # the last rows as a block that overlaps the one before: the
+                oh = y_hi - four                     # same values written twice, cheaper than rows one by one
+                block = True
             src = plane + 4 * ((oh * sh - ph) * w - pw)
             dst = dst_plane + 4 * oh * ow_count
-            for j0 in range(x_lo, x_hi, vw):
+            first = x_lo
+            if block and left:
+                cols = min(vw, x_hi)
+                if cols == vw:  # a constant count: the loads' masks fold away
+                    rowvec.max3x3s2_rows4_left(src, w, dst, ow_count, rowvec.VW)
+                else:
+                    rowvec.max3x3s2_rows4_left(src, w, dst, ow_count, cols)
+                first = cols
+            for j0 in range(first, x_hi, vw):
                 cols = min(vw, x_hi - j0)
-                if block:
-                    rowvec.max_rows_2x4(src + 8 * j0, sh * w, offs.ctypes.data, 0, kh * kw, dst + 4 * j0, ow_count,
-                                        cols)
+                if block and cols == vw:
+                    rowvec.max3x3s2_rows4(src + 8 * j0, w, dst + 4 * j0, ow_count, rowvec.VW)
+                elif block:
+                    rowvec.max3x3s2_rows4(src + 8 * j0, w, dst + 4 * j0, ow_count, cols)
                 else:
                     rowvec.max_rows_2x1(src + 8 * j0, sh * w, offs.ctypes.data, 0, kh * kw, dst + 4 * j0, ow_count,
                                         cols)
@@ -192,6 +207,9 @@ def _max_inside_rows(x, out, ph, pw, y_lo, y_hi, x_lo, x_hi, p_lo, p_hi, kh, kw,
             oh = 0
             while oh < oh_count:
                 y0 = oh * sh - ph
+                if ow == 0 and left and y_lo <= oh < y_hi and y_hi - y_lo >= four:  # done in the first block
+                    oh += 1
+                    continue
                 if y_lo <= oh and oh + four <= y_hi:  # four whole windows' rows
                     rowvec.max_rows_2x4(plane + 4 * (y0 * w + ta), sh * w, side.ctypes.data, 0, kh * cc,
                                         dst_plane + 4 * (oh * ow_count + ow), ow_count, 1)
@@ -314,6 +332,12 @@ def _max_values_border(x, out, k, s, pb, low, p0, p1, y_lo, y_hi, x_lo, x_hi, al
         pad_right = OW
         while pad_right > pad_left and (pad_right - 1) * sw - pw >= W:
             pad_right -= 1
+        padded_rows = 0
+        for oh in range(OH):
+            y0 = oh * sh - ph
+            padded_rows += 1 if y0 + kh <= 0 or y0 >= H else 0
+        if pad_left == 0 and pad_right == OW and padded_rows == 0:  # no window wholly in the padding (ResNet's)
+            return
         for p in range(p0, p1):
             up = np.uintp(p)
             for oh in range(OH):
@@ -350,7 +374,10 @@ _MAX_INSIDE = {(3, 3, 2, 2): 0, (3, 3, 1, 1): 1, (2, 2, 2, 2): 2}
 # Values-only float32 3x3 / 2 windows (ResNet's stem pool) take the vector-row kernel where irnorm's vector
 # kernels run (AVX2 + FMA, as kernels/microgemm.py's): window number _VECTOR_3X3.  [1, 64, 32, 32] 22.5 -> 16.2
 # us with AVX-512 (ResNet-18's whole pool step 38 -> 29 us compiling for Haswell); 2x2 / 2 windows measured
-# slower that way ([1, 8, 300, 300] 26 -> 39) and keep the loop.
+# slower that way ([1, 8, 300, 300] 26 -> 39) and keep the loop.  With max3x3s2_rows4 (each input row read
+# once, its row maximum shared), the padded first column folded into the first block and no pass over the
+# planes for windows wholly in the padding when there are none: [1, 64, 32, 32] on one thread 17.5 -> 10.6 us,
+# [1, 64, 64, 64] 58 -> 29 (Sapphire Rapids).
 VECTOR_ROWS = microgemm.ENABLED
 _VECTOR_3X3 = len(_MAX_INSIDE)
 

@@ -119,3 +119,76 @@ taps_rows_2x1 = _taps_rows_kernel(2, 1)
 taps_rows_2x4 = _taps_rows_kernel(2, TAP_ROWS)
 max_rows_2x1 = _taps_rows_kernel(2, 1, "max")  # (kernels/pooling.py's 3x3 / 2 max pool)
 max_rows_2x4 = _taps_rows_kernel(2, TAP_ROWS, "max")
+
+
+def _max3x3s2_kernel(left_pad: bool):
+    """max3x3s2_rows4, or with `left_pad` its form for a block whose first output's window starts one column
+    left of the input (the pool's left padding): that tap is not read, and the window's first tap inside the input
+    takes its place (the row-major scan's first tap then, so the same value)."""
+
+    @intrinsic
+    def max3x3s2_rows4(typingctx, src, src_ld, dst, dst_ld, cols):  # pragma: no cover - compiled
+        """A 3x3 / 2 max pool's four output rows of `cols` <= VW values, every tap inside the input (but the
+        first column's left taps with left_pad): dst[i * dst_ld + j] = the first maximum of the window's taps in
+        row-major order (NaN only as the first tap), the window's top-left tap at src[2 i src_ld + 2 j].
+        max_rows_2x4's values by fewer operations: each of the nine input rows is read once (its 2 cols + 1
+        values, two masked loads) and its three taps are shuffles of that read; its row maximum is shared by the
+        two output rows whose windows hold it.  An output is first-max(h, g1, g2): h = first-max(tap 0, tap 1,
+        tap 2) of its window's first row, g = first-max(-inf, tap 0, tap 1, tap 2) of the others (a NaN there
+        never wins, as in the scan; -inf when the row is all NaN).  The same value as the row-major scan: both
+        give the first tap in that order equal to the window's maximum, or NaN when the first tap is NaN.
+        float32 at addresses src, dst; row strides in values.  A constant `cols` folds the masks."""
+        sig = types.void(*([types.intp] * 5))
+
+        def codegen(context, builder, signature, args):
+            s_at, s_ld, d_at, d_ld, n_cols = args
+            f32, i1 = ir.FloatType(), ir.IntType(1)
+            lanes = 2 * VW
+            wide, vt = ir.VectorType(f32, lanes), ir.VectorType(f32, VW)
+            load_wide, _ = masked_ops(builder, wide)
+            _, store = masked_ops(builder, vt)
+            four = ir.Constant(ir.IntType(32), 4)
+            span = builder.add(builder.mul(n_cols, ir.Constant(n_cols.type, 2)), ir.Constant(n_cols.type, 1))
+            head_mask = lane_mask(builder, span, lanes)  # the row's first 2 cols + 1 values, at most 32 of them
+            if left_pad:  # the padding column is not read
+                skip = ir.Constant(ir.VectorType(i1, lanes), [i > 0 for i in range(lanes)])
+                head_mask = builder.and_(head_mask, skip)
+            tail_mask = lane_mask(builder, builder.sub(span, ir.Constant(n_cols.type, lanes)), lanes)  # the 33rd
+            zero = ir.Constant(wide, [0.0] * lanes)
+            s_p = builder.inttoptr(s_at, f32.as_pointer())
+            picks = [ir.Constant(ir.VectorType(ir.IntType(32), VW), list(range(c, c + lanes, 2))) for c in range(3)]
+            first_lane = ir.Constant(ir.VectorType(i1, VW), [j == 0 for j in range(VW)])
+
+            def first_max(best, x):
+                return builder.select(builder.fcmp_ordered(">", x, best), x, best)
+
+            lowest = ir.Constant(vt, [float("-inf")] * VW)
+
+            def row_max(r):  # (h, g) of input row r; h only for the rows that start a window (even r)
+                at = builder.gep(s_p, [builder.mul(s_ld, ir.Constant(s_ld.type, r))])
+                head = builder.call(load_wide, [builder.bitcast(at, wide.as_pointer()), four, head_mask, zero])
+                past = builder.gep(at, [ir.Constant(ir.IntType(64), lanes)])
+                tail = builder.call(load_wide, [builder.bitcast(past, wide.as_pointer()), four, tail_mask, zero])
+                taps = [builder.shuffle_vector(head, tail, p) for p in picks]
+                if left_pad:
+                    taps[0] = builder.select(first_lane, taps[1], taps[0])
+                h = first_max(first_max(taps[0], taps[1]), taps[2]) if r % 2 == 0 else None
+                g = first_max(first_max(first_max(lowest, taps[0]), taps[1]), taps[2]) if r > 0 else None
+                return h, g
+
+            rows = [row_max(r) for r in range(2 * TAP_ROWS + 1)]
+            d_p = builder.inttoptr(d_at, f32.as_pointer())
+            out_mask = lane_mask(builder, n_cols, VW)
+            for i in range(TAP_ROWS):
+                best = first_max(first_max(rows[2 * i][0], rows[2 * i + 1][1]), rows[2 * i + 2][1])
+                at = builder.gep(d_p, [builder.mul(d_ld, ir.Constant(d_ld.type, i))])
+                builder.call(store, [best, builder.bitcast(at, vt.as_pointer()), four, out_mask])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return max3x3s2_rows4
+
+
+max3x3s2_rows4 = _max3x3s2_kernel(False)  # (kernels/pooling.py's 3x3 / 2 max pool)
+max3x3s2_rows4_left = _max3x3s2_kernel(True)
