@@ -34,6 +34,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 NETWORKS = HERE.parent / "tests" / "networks"
+# per-layer times: the median of this many profiled runs after a first one (a layer of a few microseconds varies
+# by several from run to run, and OpenVINO's counters count whole microseconds)
+PROFILED_RUNS = 20
 # the normalization layers (irnorm's fused steps are labelled by what they contain)
 NORM_WORDS = ("MVN", "GroupNormalization", "NormalizeL2", "RMS", "L2Norm", "LayerNorm", "BatchNorm")
 
@@ -44,8 +47,8 @@ def _norm(type_name: str) -> bool:
 
 def prepare(contender: str, xml: str, threads: int) -> dict:
     """Load `xml` in `contender`, run it once and check its outputs against the stored ones.  Returns
-    call() (one inference), layer_times() (what each executed step or node took in four profiled runs after a
-    first one, with the IR layers it stands for: see same_layers()), the relative error, and the load time."""
+    call() (one inference), layer_times() (what each executed step or node took in PROFILED_RUNS profiled runs
+    after a first one, with the IR layers it stands for: see same_layers()), the relative error, and the load time."""
     stem = xml[:-4]
     with np.load(stem + ".inputs.npz") as z:
         feeds = {k: z[k] for k in z.files}
@@ -66,7 +69,7 @@ def prepare(contender: str, xml: str, threads: int) -> dict:
 
         def layer_times() -> dict:
             groups, norm, runs = {}, {}, []
-            for k in range(5):
+            for k in range(1 + PROFILED_RUNS):
                 prof = m.run(args, profile=True).profile
                 if k == 0:
                     groups = {str(i): covers.get(p.name, [p.name]) for i, p in enumerate(prof)}
@@ -96,7 +99,7 @@ def prepare(contender: str, xml: str, threads: int) -> dict:
             layers = {op.get_friendly_name(): op.get_rt_info()["originalLayersNames"].astype(str).split(",")
                       for op in counted.get_runtime_model().get_ordered_ops()}
             runs = []
-            for _ in range(5):
+            for _ in range(1 + PROFILED_RUNS):
                 r.infer(feeds_counted)
                 runs.append({p.node_name: p.real_time.total_seconds() * 1e3 for p in r.get_profiling_info()
                              if p.status == p.Status.EXECUTED})
@@ -179,7 +182,7 @@ class _Server:
 
 
 def same_layers(irnorm_times: dict, openvino_times: dict) -> tuple[float, float]:
-    """The time both contenders spend in the same normalization layers, ms (medians of four profiled runs).
+    """The time both contenders spend in the same normalization layers, ms (medians of PROFILED_RUNS runs).
 
     Neither side runs the IR's layers one by one: irnorm's planner fuses an exported LayerNorm's MVN,
     Multiply and Add into one step, and OpenVINO's compiled graph keeps its MVN or RMS node beside a Subgraph
