@@ -1741,8 +1741,13 @@ def _implicit_copy(wide, out, wp, r0, r1):  # pragma: no cover
 
 # Padded (or phase) planes of at least this many values are filled on the threads (implicit_conv's bands).
 FILL_PARALLEL_MIN = 1 << 14
-# Multiply-adds from which an implicit-GEMM convolution shares its columns out over the threads.
-IMPLICIT_PARALLEL_MIN = 1 << 21
+# Multiply-adds from which an implicit-GEMM convolution shares its columns out over the threads.  A parallel region
+# costs 5-14 us on the Sapphire Rapids VM (Numba's TBB layer), as much as a convolution of a few million
+# multiply-adds gains from the second thread: [1, 32, 16, 16] -> 32 3x3 (2.4 M) took 42 us on two threads and 43
+# on one.  From 1 << 21 to 1 << 22 (alternating processes, eight each): UNet 1145 -> 1105 and 1085 -> 1044 us
+# (its five 2.4 M convolutions), RegNetY 201 -> 190, ConvNeXt 393 -> 374; ResNet-18, ResNetV2, SSD-VGG, AlexNet,
+# MobileViTv2 level.
+IMPLICIT_PARALLEL_MIN = 1 << 22
 # Which convolutions take it: at most IMPLICIT_MAX_COUT output channels, output rows at least
 # IMPLICIT_MIN_WIDTH wide (the padded row width's extra columns are computed and dropped).  Measured on the
 # AVX-512 EPYC, 2 threads, against the path taken before (3x3): [1, 64, 16, 16] -> 8 23 -> 18 us (direct),
