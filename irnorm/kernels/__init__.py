@@ -14,7 +14,9 @@ Linux), and its work stealing lets the running thread finish a task whose thread
 descheduled.  Numba's tbbpool extension has no rpath to a venv's ``lib/`` directory, where the
 wheel puts the library, hence the preload.  ``NUMBA_THREADING_LAYER`` set by the user still wins.
 The price, measured in benchmarks/RESULTS.md: in a process that also runs OpenVINO, both share one
-libtbb and Numba's per-call task arena competes with OpenVINO's for the worker threads.
+libtbb and Numba's per-call task arena competes with OpenVINO's for the worker threads.  On Linux x86-64
+the loops themselves run on irnorm's worker pool instead (``workers.py``, installed by ``jit.py``); the
+TBB layer still provides Numba's scheduling functions and runs the loops with ``IRNORM_THREAD_POOL=0``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core.dispatcher import Dispatcher
 
-__all__ = ["LIGHT_LOADER", "PACKAGE_STAMP", "c_array", "entry", "kernels_source_stamp", "njit", "prange", "types"]
+__all__ = ["LIGHT_LOADER", "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "kernels_source_stamp", "njit", "prange",
+           "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
@@ -149,3 +150,10 @@ def entry(kernel: Any, *args: Any) -> Any:
 def c_array(ndim: int, dtype: Any) -> np.ndarray:
     """A stand-in argument for entry(): typed as a writable C-contiguous `ndim`-d array of `dtype`."""
     return np.empty((1,) * ndim, dtype)
+
+
+# ---- Numba's parallel loops on irnorm's worker pool (kernels/workers.py) --------------------------------
+# Installed here, before any kernel module defines (and so before any kernel loads or links) a parallel loop.
+from . import workers as _workers  # noqa: E402 - after the loader and the stamp, which its own kernels use
+
+THREAD_POOL = _workers.install()

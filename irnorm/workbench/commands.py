@@ -302,7 +302,7 @@ def bench_cmd(model: str, weights: str | None, inputs_npz: str | None, items: tu
         return
     env = environment()
     click.echo(f"irnorm bench {model}: {res.runs} runs in {res.total_seconds:.3f} s after {res.warmup_runs} warm-up "
-               f"run(s), {res.threads} Numba thread(s) ({env['threading_layer']} layer)"
+               f"run(s), {res.threads} Numba thread(s) (parallel loops: {env['parallel_loops']})"
                + (f", {res.concurrency} in flight" if res.concurrency > 1 else "")
                + (", each from the variables' initial values" if res.stateful else ""))
     click.echo(f"load {load_s * 1e3:.1f} ms, first run {res.first_run_ms:.1f} ms (kernel compilation or cache loading)")

@@ -28,11 +28,13 @@ def cpu() -> dict[str, Any]:
 
 
 def environment() -> dict[str, Any]:
-    """Versions and Numba's threading layer (call after a parallel kernel has run, so it is chosen)."""
+    """Versions, Numba's threading layer (call after a parallel kernel has run, so it is chosen) and what runs
+    the parallel loops: irnorm's worker pool (kernels/workers.py) or that layer."""
     import numba
     import numpy
 
     import irnorm
+    from irnorm.kernels import workers
 
     try:
         layer = numba.threading_layer()
@@ -40,4 +42,4 @@ def environment() -> dict[str, Any]:
         layer = None
     return {"irnorm": irnorm.__version__, "numba": numba.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "threading_layer": layer, "numba_threads": numba.get_num_threads(),
-            "cpu": cpu()}
+            "parallel_loops": "irnorm workers" if workers.INSTALLED else layer, "cpu": cpu()}

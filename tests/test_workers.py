@@ -1,0 +1,184 @@
+"""irnorm's worker pool for Numba's parallel loops (irnorm/kernels/workers.py): the loops run on it, give the
+results a single thread gives, and it stays out of the way -- nested loops, several Python threads, fork,
+one thread, and IRNORM_THREAD_POOL=0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+from conftest import SAMPLES
+from numba import njit, prange
+
+from irnorm.kernels import jit, workers
+
+ROOT = Path(__file__).resolve().parent.parent
+DYNAMIC_GN = SAMPLES / "ir" / "group_norm_dynamic.xml"
+LINUX_X86 = workers._supported()
+
+
+@njit(parallel=True)
+def _plus_one(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = x[i] + 1.0
+
+
+@njit(parallel=True)
+def _total(x):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i]
+    return s
+
+
+@njit(parallel=True)
+def _nested(x, out):
+    for t in prange(x.shape[0]):
+        _plus_one(x[t], out[t])
+
+
+@njit
+def _total_serial(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+def _needs_pool() -> None:
+    if not LINUX_X86:
+        pytest.skip("the pool runs on Linux x86-64 only; elsewhere Numba's layer runs the loops")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread: the pool has no workers to test")
+
+
+def test_installed_with_one_worker_per_extra_thread():
+    _needs_pool()
+    assert jit.THREAD_POOL and workers.INSTALLED
+    st = workers.stats()
+    assert st["workers"] == min(workers.MAX_WORKERS, numba.config.NUMBA_NUM_THREADS - 1)
+    assert st["alive"] == st["workers"]
+
+
+def test_loops_run_on_the_workers_and_match_one_thread():
+    _needs_pool()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(200_003)
+    out = np.empty_like(x)
+    before = workers.stats()
+    for _ in range(200):
+        _plus_one(x, out)
+    after = workers.stats()
+    np.testing.assert_array_equal(out, x + 1.0)
+    assert after["loops"] - before["loops"] == 200
+    assert after["worker_items"] > before["worker_items"]  # the workers took part, not only the caller
+
+
+def test_reductions_use_the_workers_thread_ids():
+    """prange reductions index a per-thread slot by get_thread_id(): the pool answers it for its threads."""
+    _needs_pool()
+    x = np.random.default_rng(1).standard_normal(1_000_001)
+    exact = float(np.sum(x.astype(np.float64)))
+    for _ in range(100):
+        got = _total(x)
+        assert abs(got - exact) <= 1e-9 * np.abs(x).sum()
+    assert abs(_total_serial(x) - exact) <= 1e-9 * np.abs(x).sum()
+
+
+def test_nested_loops_run_inside_the_outer_ones():
+    _needs_pool()
+    x = np.random.default_rng(2).standard_normal((8, 5000))
+    out = np.empty_like(x)
+    for _ in range(50):
+        _nested(x, out)
+        np.testing.assert_array_equal(out, x + 1.0)
+
+
+def test_several_python_threads_at_once():
+    """Threads that find the pool busy run their loops alone: every result still right."""
+    _needs_pool()
+    xs = [np.random.default_rng(10 + k).standard_normal(100_000) for k in range(4)]
+    errors: list[str] = []
+
+    def work(x: np.ndarray) -> None:
+        out = np.empty_like(x)
+        for _ in range(100):
+            _plus_one(x, out)
+            if not np.array_equal(out, x + 1.0):
+                errors.append("wrong result")
+                return
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors
+
+
+_CHILD = r"""
+import os, sys, json
+import numpy as np
+from irnorm.kernels import workers
+import irnorm
+xml = sys.argv[1]
+m = irnorm.load(xml)
+x = np.random.default_rng(0).standard_normal((2, 16, 96, 96)).astype(np.float32)
+want = m.run({"x": x})["y"]
+pid = os.fork()
+if pid == 0:
+    st0 = workers.stats()  # (the counters are the parent's, copied)
+    ok = all(np.array_equal(m.run({"x": x})["y"], want) for _ in range(20))
+    st = workers.stats()
+    os._exit(0 if ok and st["workers"] == st["alive"] >= 1 and st["worker_items"] > st0["worker_items"] else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"status": status, "parent": workers.stats()}))
+"""
+
+
+def test_a_forked_child_starts_its_own_workers():
+    """The parent's workers do not survive fork(): the child's loops must neither hang nor go wrong, and
+    the child gets workers of its own."""
+    _needs_pool()
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(DYNAMIC_GN)], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert '"status": 0' in r.stdout, r.stdout
+
+
+_SETTINGS = r"""
+import json, numpy as np, numba
+from irnorm.kernels import workers
+import irnorm
+m = irnorm.load(__import__("sys").argv[1])
+x = np.random.default_rng(0).standard_normal((2, 16, 96, 96)).astype(np.float32)
+y = m.run({"x": x})["y"]
+print(json.dumps({"stats": workers.stats(), "digest": float(np.float64(y.astype(np.float64).sum()))}))
+"""
+
+
+@pytest.mark.parametrize("env", [{"IRNORM_THREAD_POOL": "0"}, {"NUMBA_NUM_THREADS": "1"}, {}])
+def test_settings_that_turn_the_pool_off_give_the_same_outputs(env):
+
+    def run(extra: dict) -> dict:
+        r = subprocess.run([sys.executable, "-c", _SETTINGS, str(DYNAMIC_GN)], capture_output=True, text=True,
+                           timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT), **extra))
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    got = run(env)
+    if env.get("IRNORM_THREAD_POOL") == "0" or not LINUX_X86:
+        assert got["stats"]["installed"] is False and got["stats"]["workers"] == 0
+    elif env.get("NUMBA_NUM_THREADS") == "1":
+        assert got["stats"]["installed"] is True and got["stats"]["workers"] == 0 and got["stats"]["loops"] == 0
+    else:
+        assert got["stats"]["installed"] is True
+    assert got["digest"] == run({"IRNORM_THREAD_POOL": "0", "NUMBA_NUM_THREADS": "1"})["digest"]
