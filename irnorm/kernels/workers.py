@@ -16,7 +16,8 @@ reduction use to pick their slot) with LLVM before any kernel links, as Numba re
 * a loop started while the pool is busy (a nested ``prange``, another Python thread's kernel) runs on its
   caller's thread alone, as does every loop after ``fork()`` in the child until its workers are started.
 
-Numba's layer still initializes (its scheduling functions and thread count are used as they are).  Linux on
+Numba's layer still initializes (its scheduling functions and thread count are used as they are).  What this
+relies on in Numba (the call's arguments, how items are cut, the symbols): docs/numba-parallel-loops.md.  Linux on
 x86-64 only (the futex call and the ``pause`` instruction); elsewhere, or with ``IRNORM_THREAD_POOL=0``,
 Numba's layer runs the loops.  Bits do not depend on which thread runs an item: Numba's schedule fixes the
 items.
