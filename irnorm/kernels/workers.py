@@ -46,6 +46,7 @@ NEXT = 16  # (generation << 32) | next unclaimed item
 DONE = 24  # items finished
 BUSY = 32  # 1 while a loop owns the pool
 SLEEPERS = 40  # workers asleep (or about to be) on the futex
+NUDGE_CYCLES = 47
 STOP, WORKERS, SPIN_CYCLES, YIELD_CYCLES, SYSCALL, PTHREAD_SELF = 48, 49, 50, 51, 52, 53
 WORKER_ITEMS, LOOPS = 54, 55  # counters: items the workers ran, loops shared with them
 TIDS = 56  # pthread_self() of worker k at TIDS + k (k >= 1)
@@ -55,6 +56,10 @@ SIZE = 64
 SYS_SCHED_YIELD, SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 24, 202, 128, 129
 SPIN_US = 300  # how long an idle worker spins (the gap between a network's layers is less) ...
 YIELD_US = 3000  # ... and then offers its core to other threads before it sleeps
+# While spinning, a worker yields its core every NUDGE_US, and a caller waiting for a worker's item spins that
+# long before yielding: the scheduler sometimes wakes a sleeping worker onto the caller's core, and two threads
+# spinning there while the other core idles made whole runs 1.5x slower until they were spread again.
+NUDGE_US = 5
 CTRL_SYMBOL = "irnorm_workers_ctrl"
 
 
@@ -227,11 +232,15 @@ def _wait_for_loop(seen):  # pragma: no cover
     """Until SEQ moves past `seen` or STOP: spin (pause) for SPIN_CYCLES, then yield the core to any other
     thread that wants it for YIELD_CYCLES (a sleeper woken onto the caller's core would share it with the
     caller's spinning), then sleep on the futex."""
-    start = _cycles()
+    start = last_yield = _cycles()
     while _load(SEQ) == seen and _load(STOP) == 0:
-        waited = _cycles() - start
+        now = _cycles()
+        waited = now - start
         if waited < _load(SPIN_CYCLES):
             _pause()
+            if now - last_yield > _load(NUDGE_CYCLES):  # now and then: a thread placed on this core runs
+                _syscall(_load(SYSCALL), SYS_SCHED_YIELD, 0, 0, 0, 0)
+                last_yield = _cycles()
         elif waited < _load(YIELD_CYCLES):
             _syscall(_load(SYSCALL), SYS_SCHED_YIELD, 0, 0, 0, 0)
         else:
@@ -290,7 +299,7 @@ def _parallel_for(fn, args, dims, steps, data, inner_ndim, array_count, num_thre
     _take_items(generation, fn, args, dims, steps, data, arg_len, array_count, items, space)
     start = _cycles()
     while _load(DONE) < items:  # items a worker claimed and runs; past a short spin, let it have this core
-        if _cycles() - start < _load(SPIN_CYCLES) >> 4:
+        if _cycles() - start < _load(NUDGE_CYCLES):
             _pause()
         else:
             _syscall(_load(SYSCALL), SYS_SCHED_YIELD, 0, 0, 0, 0)
@@ -362,6 +371,7 @@ def install() -> bool:
         rate = _cycles_per_us()
         CTRL[SPIN_CYCLES] = SPIN_US * rate
         CTRL[YIELD_CYCLES] = YIELD_US * rate
+        CTRL[NUDGE_CYCLES] = NUDGE_US * rate
         ll.add_symbol("numba_parallel_for", parallel_for.address)
         ll.add_symbol("get_thread_id", get_thread_id.address)
         _start_workers()
