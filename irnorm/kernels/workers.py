@@ -49,9 +49,9 @@ SLEEPERS = 40  # workers asleep (or about to be) on the futex
 NUDGE_CYCLES = 47
 STOP, WORKERS, SPIN_CYCLES, YIELD_CYCLES, SYSCALL, PTHREAD_SELF = 48, 49, 50, 51, 52, 53
 WORKER_ITEMS, LOOPS = 54, 55  # counters: items the workers ran, loops shared with them
-TIDS = 56  # pthread_self() of worker k at TIDS + k (k >= 1)
-MAX_WORKERS = 7
-SIZE = 64
+TIDS = 64  # pthread_self() of worker k at TIDS + k (k >= 1)
+MAX_WORKERS = 63
+SIZE = 128
 
 SYS_SCHED_YIELD, SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 24, 202, 128, 129
 SPIN_US = 300  # how long an idle worker spins (the gap between a network's layers is less) ...
@@ -397,5 +397,7 @@ def _tsc():  # pragma: no cover
 
 def stats() -> dict[str, Any]:
     """The pool's state, for `irnorm` diagnostics and tests."""
-    return {"installed": INSTALLED, "workers": int(CTRL[WORKERS]), "alive": sum(t.is_alive() for t in _threads),
+    count = int(CTRL[WORKERS])
+    return {"installed": INSTALLED, "workers": count, "alive": sum(t.is_alive() for t in _threads),
+            "ready": sum(int(CTRL[TIDS + k] != 0) for k in range(1, count + 1)),  # inside worker_loop
             "loops": int(CTRL[LOOPS]), "worker_items": int(CTRL[WORKER_ITEMS])}
