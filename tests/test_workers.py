@@ -140,11 +140,13 @@ if pid == 0:
     while workers.stats()["ready"] < workers.stats()["workers"] and time.monotonic() < deadline:
         time.sleep(0.01)
     st0 = workers.stats()  # (the counters are the parent's, copied)
-    for _ in range(200):  # until a worker has taken an item (each run has a loop of several)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # until a worker has taken an item (each run has a loop of several)
         ok = ok and np.array_equal(m.run({"x": x})["y"], want)
         if workers.stats()["worker_items"] > st0["worker_items"]:
             break
     st = workers.stats()
+    print("child", ok, json.dumps(st0), json.dumps(st), flush=True)
     os._exit(0 if ok and st["workers"] == st["alive"] == st["ready"] >= 1 and st["worker_items"] > st0["worker_items"]
              else 3)
 _, status = os.waitpid(pid, 0)

@@ -324,6 +324,7 @@ def get_thread_id():  # pragma: no cover
 
 _lock = threading.Lock()
 _threads: list[threading.Thread] = []
+_WORKER_ENTRY: list[Any] = []  # worker_loop's compiled entry point, once per process (inherited by forks)
 INSTALLED = False
 
 
@@ -337,9 +338,14 @@ def _start_workers() -> None:
 
     count = max(0, min(MAX_WORKERS, int(config.NUMBA_NUM_THREADS) - 1))
     CTRL[STOP] = 0
+    # The machine code itself, compiled or loaded here: a worker calling the dispatcher would take Numba's
+    # compiler lock, which a fork() child may have inherited held by a thread it does not have.
+    if not _WORKER_ENTRY:
+        _WORKER_ENTRY.append(worker_loop.compile((types.int64,)))
+    run = _WORKER_ENTRY[0]
     for k in range(1, count + 1):
         CTRL[TIDS + k] = 0
-        t = threading.Thread(target=worker_loop, args=(k,), name=f"irnorm-worker-{k}", daemon=True)
+        t = threading.Thread(target=run, args=(k,), name=f"irnorm-worker-{k}", daemon=True)
         t.start()
         _threads.append(t)
     CTRL[WORKERS] = count
