@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numba
@@ -195,3 +196,105 @@ def test_settings_that_turn_the_pool_off_give_the_same_outputs(env):
         assert got["stats"]["installed"] is True and got["stats"]["workers"] == min(workers.MAX_WORKERS, threads - 1)
         assert got["stats"]["alive"] == got["stats"]["workers"]
     assert got["digest"] == run({"IRNORM_THREAD_POOL": "0", "NUMBA_NUM_THREADS": "1"})["digest"]
+
+
+def _cpu_of(tid: int) -> int:
+    """The CPU thread `tid` of this process last ran on (/proc, field 39 of stat)."""
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
+def _two_cpus() -> tuple[int, int]:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one CPU allowed: there is no other CPU to move to")
+    return allowed[0], allowed[1]
+
+
+def _in_thread(fn):
+    """fn() on a fresh Python thread (whose CPU affinity the test may change); its result or exception."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed back to the test
+            box["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "the thread hung"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def test_leave_cpu_moves_the_thread_off_that_cpu_and_keeps_its_mask():
+    """_leave_cpu (run by a worker woken onto its caller's CPU) migrates the calling thread off the CPU named,
+    restores the CPUs it was allowed, and does nothing for another CPU or when no other CPU is allowed."""
+    _needs_pool()
+    c0, c1 = _two_cpus()
+    word, mask = np.zeros(1, np.int64), np.empty(2 * workers.MASK_WORDS, np.int64)
+
+    def body() -> list:
+        got = []
+        os.sched_setaffinity(0, {c0})  # now on c0
+        got.append(("pinned", workers._current_cpu(word), workers._leave_cpu(c0, mask), os.sched_getaffinity(0)))
+        os.sched_setaffinity(0, {c0, c1})
+        for _ in range(20):  # (the scheduler may itself move the thread between the two calls: try again)
+            here = workers._current_cpu(word)
+            other = c1 if here == c0 else c0
+            stayed = workers._leave_cpu(other, mask)  # not on `other`: no move
+            moved = workers._leave_cpu(here, mask)
+            got.append(("free", here, stayed, moved, workers._current_cpu(word), os.sched_getaffinity(0)))
+            if moved:
+                break
+        return got
+
+    got = _in_thread(body)
+    assert got[0] == ("pinned", c0, False, {c0})
+    tries = got[1:]
+    assert all(t[2] is False and t[5] == {c0, c1} for t in tries)
+    assert tries[-1][3] is True, tries
+    assert tries[-1][4] != tries[-1][1], tries  # it left that CPU
+
+
+def test_a_worker_woken_onto_the_callers_cpu_moves_off_it():
+    """After the pool has slept (futex), the caller's first loop wakes the worker; Linux may place it on the
+    caller's CPU (it placed it there often, and left it there for milliseconds).  Here the worker is held
+    to the caller's CPU while it sleeps and allowed both CPUs just before the wake: it must then not stay
+    on the caller's CPU, and it takes items."""
+    _needs_pool()
+    c0, c1 = _two_cpus()
+    worker_tid = workers._threads[0].native_id
+    x = np.random.default_rng(3).standard_normal(200_000)
+    out = np.empty_like(x)
+
+    def body() -> list:
+        got = []
+        os.sched_setaffinity(0, {c0})
+        for _ in range(5):
+            os.sched_setaffinity(worker_tid, {c0})
+            deadline = time.monotonic() + 30
+            while workers.CTRL[workers.SLEEPERS] < workers.stats()["workers"] and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(0.01)
+            asleep = int(workers.CTRL[workers.SLEEPERS])
+            os.sched_setaffinity(worker_tid, {c0, c1})
+            moves, items = workers.stats()["moves"], workers.stats()["worker_items"]
+            for _ in range(50):  # loops back to back: the worker spins between them
+                _plus_one(x, out)
+            st = workers.stats()
+            got.append((asleep, _cpu_of(worker_tid), st["moves"] - moves, st["worker_items"] - items,
+                        bool(np.array_equal(out, x + 1.0))))
+        return got
+
+    try:
+        got = _in_thread(body)
+    finally:
+        os.sched_setaffinity(worker_tid, os.sched_getaffinity(0))
+    assert all(g[0] >= 1 for g in got), got  # the worker was asleep each time
+    assert all(g[4] for g in got), got
+    assert all(g[1] != c0 for g in got), got  # not left on the caller's CPU
+    assert all(g[3] > 0 for g in got), got  # and it took part

@@ -49,11 +49,15 @@ SLEEPERS = 40  # workers asleep (or about to be) on the futex
 NUDGE_CYCLES = 47
 STOP, WORKERS, SPIN_CYCLES, YIELD_CYCLES, SYSCALL, PTHREAD_SELF = 48, 49, 50, 51, 52, 53
 WORKER_ITEMS, LOOPS = 54, 55  # counters: items the workers ran, loops shared with them
+CALLER_CPU = 56  # the CPU the caller was on when it last woke sleepers
+MOVES = 57  # counter: woken workers that moved off the caller's CPU (_leave_cpu)
 TIDS = 64  # pthread_self() of worker k at TIDS + k (k >= 1)
 MAX_WORKERS = 63
 SIZE = 128
 
 SYS_SCHED_YIELD, SYS_FUTEX, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 24, 202, 128, 129
+SYS_SCHED_SETAFFINITY, SYS_SCHED_GETAFFINITY, SYS_GETCPU = 203, 204, 309
+MASK_WORDS = 16  # affinity masks of up to 1024 CPUs (a larger machine's call fails and nothing moves)
 SPIN_US = 300  # how long an idle worker spins (the gap between a network's layers is less) ...
 YIELD_US = 3000  # ... and then offers its core to other threads before it sleeps
 # While spinning, a worker yields its core every NUDGE_US, and a caller waiting for a worker's item spins that
@@ -228,10 +232,42 @@ def _take_items(generation, fn, args, dims, steps, data, arg_len, array_count, i
 
 
 @njit(nogil=True, cache=True)
-def _wait_for_loop(seen):  # pragma: no cover
+def _current_cpu(word):  # pragma: no cover
+    """The CPU this thread runs on (getcpu(2) into `word`, an int64[1]), or -1."""
+    word[0] = 0
+    if _syscall(_load(SYSCALL), SYS_GETCPU, _address(word), 0, 0, 0) != 0:
+        return -1
+    return word[0] & 0xFFFFFFFF
+
+
+@njit(nogil=True, cache=True)
+def _leave_cpu(cpu, mask):  # pragma: no cover
+    """Move this thread off `cpu` if it runs there, then allow it every CPU it was allowed before: its mask
+    without `cpu`, set, makes the kernel migrate it at once; the old mask set again leaves it where it went.
+    `mask`: int64[2 * MASK_WORDS] scratch.  Whether it moved."""
+    if cpu < 0 or cpu >= 64 * MASK_WORDS or _current_cpu(mask[:1]) != cpu:
+        return False
+    old, new = mask[:MASK_WORDS], mask[MASK_WORDS:]
+    old[:] = 0
+    if _syscall(_load(SYSCALL), SYS_SCHED_GETAFFINITY, 0, 8 * MASK_WORDS, _address(old), 0) <= 0:
+        return False
+    new[:] = old
+    new[cpu // 64] &= ~(1 << (cpu % 64))
+    for k in range(MASK_WORDS):
+        if new[k] != 0:  # another CPU is allowed
+            moved = _syscall(_load(SYSCALL), SYS_SCHED_SETAFFINITY, 0, 8 * MASK_WORDS, _address(new), 0) == 0
+            _syscall(_load(SYSCALL), SYS_SCHED_SETAFFINITY, 0, 8 * MASK_WORDS, _address(old), 0)
+            return moved
+    return False
+
+
+@njit(nogil=True, cache=True)
+def _wait_for_loop(seen, mask):  # pragma: no cover
     """Until SEQ moves past `seen` or STOP: spin (pause) for SPIN_CYCLES, then yield the core to any other
     thread that wants it for YIELD_CYCLES (a sleeper woken onto the caller's core would share it with the
-    caller's spinning), then sleep on the futex."""
+    caller's spinning), then sleep on the futex.  Woken from it onto the caller's CPU (Linux often wakes a
+    thread onto its waker's CPU, and an idle other CPU took milliseconds to pull it over: ResNet-18 calls ran
+    at one thread's speed for whole bursts after a pause), it moves off that CPU first (_leave_cpu)."""
     start = last_yield = _cycles()
     while _load(SEQ) == seen and _load(STOP) == 0:
         now = _cycles()
@@ -249,6 +285,8 @@ def _wait_for_loop(seen):  # pragma: no cover
                 _syscall(_load(SYSCALL), SYS_FUTEX, _ctrl_address() + 8 * SEQ, FUTEX_WAIT_PRIVATE,
                          seen & 0xFFFFFFFF, 0)
             _add(SLEEPERS, -1)
+            if _leave_cpu(_load(CALLER_CPU), mask):
+                _add(MOVES, 1)
             start = _cycles()
 
 
@@ -256,10 +294,11 @@ def _wait_for_loop(seen):  # pragma: no cover
 def worker_loop(index):  # pragma: no cover
     """Worker `index` (1 ..): runs items of published loops until STOP; never holds the GIL."""
     space = np.empty(256, np.int64)
+    mask = np.empty(2 * MASK_WORDS, np.int64)
     _store(TIDS + index, _call0(_load(PTHREAD_SELF)))
     seen = _load(SEQ)
     while _load(STOP) == 0:
-        _wait_for_loop(seen)
+        _wait_for_loop(seen, mask)
         seen = _load(SEQ)
         if index >= _load(LIMIT):
             continue
@@ -292,10 +331,14 @@ def _parallel_for(fn, args, dims, steps, data, inner_ndim, array_count, num_thre
     generation = (_load(SEQ) + 1) & 0x7FFFFFFF
     _store(NEXT, generation << 32)
     _add(SEQ, 1)
-    if _load(SLEEPERS) > 0:
-        _syscall(_load(SYSCALL), SYS_FUTEX, _ctrl_address() + 8 * SEQ, FUTEX_WAKE_PRIVATE, 1 << 30, 0)
-    _add(LOOPS, 1)
     space = np.empty(array_count + arg_len, np.int64)
+    if _load(SLEEPERS) > 0:
+        _store(CALLER_CPU, _current_cpu(space[:1]))  # (before the wake: a woken worker reads it)
+        _syscall(_load(SYSCALL), SYS_FUTEX, _ctrl_address() + 8 * SEQ, FUTEX_WAKE_PRIVATE, 1 << 30, 0)
+        # a worker woken onto this CPU runs only when this thread lets it (or its time slice ends, milliseconds
+        # later): let it, so that it moves to another CPU now
+        _syscall(_load(SYSCALL), SYS_SCHED_YIELD, 0, 0, 0, 0)
+    _add(LOOPS, 1)
     _take_items(generation, fn, args, dims, steps, data, arg_len, array_count, items, space)
     start = _cycles()
     while _load(DONE) < items:  # items a worker claimed and runs; past a short spin, let it have this core
@@ -378,6 +421,7 @@ def install() -> bool:
         CTRL[SPIN_CYCLES] = SPIN_US * rate
         CTRL[YIELD_CYCLES] = YIELD_US * rate
         CTRL[NUDGE_CYCLES] = NUDGE_US * rate
+        CTRL[CALLER_CPU] = -1
         ll.add_symbol("numba_parallel_for", parallel_for.address)
         ll.add_symbol("get_thread_id", get_thread_id.address)
         _start_workers()
@@ -406,4 +450,4 @@ def stats() -> dict[str, Any]:
     count = int(CTRL[WORKERS])
     return {"installed": INSTALLED, "workers": count, "alive": sum(t.is_alive() for t in _threads),
             "ready": sum(int(CTRL[TIDS + k] != 0) for k in range(1, count + 1)),  # inside worker_loop
-            "loops": int(CTRL[LOOPS]), "worker_items": int(CTRL[WORKER_ITEMS])}
+            "loops": int(CTRL[LOOPS]), "worker_items": int(CTRL[WORKER_ITEMS]), "moves": int(CTRL[MOVES])}
