@@ -1563,19 +1563,39 @@ def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, 
     """The implicit-GEMM convolution (above) of x (flat, unpadded) into out [N, Cout, oh, ow]: each image's
     columns in `parts` ranges -- bands of whole output rows where the image has at least `parts` rows, each
     band copied out and finished (epilogue_span) by the thread that computed it (with `by_rows` 2 ranges of
-    output channels instead, every row: _implicit_channels), else ranges of whole panels
+    output channels instead, every row: _implicit_channels, each thread on its own copy of the padded planes),
+    else ranges of whole panels
     -- the (image, range) jobs in `tasks` groups over the threads (1: the calling thread); then the valid
     columns copied out and the epilogue (epilogue_rows).  The bits do not depend on the cut.  `phases`
     (sh, sw, ph, pw): strides above one split each padded input plane into its sh x sw phases (fill_phases;
     hp = sh * sw * the phase planes' height, wp their width), else the plain padding of `fill`.  xp [planes *
-    hp * wp + spare] and wide [N, Cout, oh * wp]: the caller's work buffers (reused: fresh ones of a large map
-    cost a page fault per 4 KiB)."""
+    hp * wp + spare] (`tasks` times that with `by_rows` 2) and wide [N, Cout, oh * wp]: the caller's work buffers
+    (reused: fresh ones of a large map cost a page fault per 4 KiB)."""
     planes = fill[0]
     n_count, c_out, oh, ow = out.shape
     length = oh * wp
     panels = (length + microgemm.NR - 1) // microgemm.NR
     jobs = n_count * parts
     rows = out.reshape((n_count * c_out, oh * ow))
+    if tasks > 1 and parts <= oh and by_rows == 2:
+        # Each job a range of whole output planes (output channels), every row, and each thread fills its own copy
+        # of the padded (or phase) planes (xp holds `tasks` of them): the planes filled once and shared were half
+        # written on the other core, and reading those across cores cost more than filling them twice (ResNet-18's
+        # 7x7 / 2 stem, [1, 3, 64, 64] -> 64, one launch instead of two)
+        size = xp.shape[0] // tasks
+        for t in prange(tasks):
+            mine = xp[t * size:(t + 1) * size]
+            _fill_planes(x, fill, phases, mine, hp, wp, 0, planes)
+            for i in range(planes * hp * wp, size):
+                mine[i] = 0.0
+            buf = epilogue_buffer(rows)
+            for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
+                n, part = j // parts, j % parts
+                c0, c1 = part * c_out // parts, (part + 1) * c_out // parts
+                _implicit_channels(mine, w, offs, out, n, c0, c1, c_in, hp, wp)
+                for r in range(n * c_out + c0, n * c_out + c1):
+                    epilogue_span(code, rows, res, bias, c_out, r, 0, oh * ow, buf, p0, p1, k)
+        return
     if tasks > 1 and parts <= oh:
         # Each job a band of whole output rows (its columns of the product), finished -- copied out and the
         # epilogue applied -- by the thread that computed it, while in that core's cache; the padding split
@@ -1589,16 +1609,6 @@ def implicit_conv(x, fill, phases, w, offs, out, xp, wide, c_in, hp, wp, parts, 
             _fill_planes(x, fill, phases, xp, hp, wp, 0, planes)
         for i in range(planes * hp * wp, xp.shape[0]):
             xp[i] = 0.0
-        if by_rows == 2:  # each job a range of whole output planes (output channels), every row
-            for t in prange(tasks):
-                buf = epilogue_buffer(rows)
-                for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
-                    n, part = j // parts, j % parts
-                    c0, c1 = part * c_out // parts, (part + 1) * c_out // parts
-                    _implicit_channels(xp, w, offs, out, n, c0, c1, c_in, hp, wp)
-                    for r in range(n * c_out + c0, n * c_out + c1):
-                        epilogue_span(code, rows, res, bias, c_out, r, 0, oh * ow, buf, p0, p1, k)
-            return
         for t in prange(tasks):
             buf = epilogue_buffer(rows)
             for j in range(t * jobs // tasks, (t + 1) * jobs // tasks):
@@ -1884,6 +1894,7 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
     mode = int(by_rows)
     if by_rows and tasks > 1 and w2.shape[0] == 1 and _by_channels(w2.shape[1] // parts, 4 * xp_shape[0]):
         mode = 2
+        xp_shape = (tasks * xp_shape[0],)  # a copy of the padded planes per thread
     run = entry(implicit_conv, c_array(1, w2.dtype), fill, phases, w2, offs, c_array(4, w2.dtype),
                 c_array(1, w2.dtype), c_array(3, w2.dtype), c, hp, wp, parts, tasks, mode, c_array(2, w2.dtype),
                 e.bias, e.code, e.p0, e.p1, e.k)
