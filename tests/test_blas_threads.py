@@ -288,3 +288,54 @@ def test_first_lookup_is_seen_by_every_thread(two_threads, monkeypatch):
         t.join()
     assert got == [True] * 3 and counts == [1] * 3
     assert CTL.get_num_threads() == 2 and blas._state["depth"] == 0
+
+
+def test_numpy_blas_is_picked_among_several():
+    """threadpoolctl lists every BLAS the process loaded: numpy's is the only one, or the one inside numpy's
+    installation (scipy's wheels bring a second OpenBLAS, which Numba loads); two others: none."""
+    home = Path(np.__file__).resolve().parent
+    own = {"filepath": str(home.parent / "numpy.libs" / "libscipy_openblas64_-x.so"), "internal_api": "openblas"}
+    inside = {"filepath": str(home / "_core" / "libopenblas.so"), "internal_api": "openblas"}
+    other = {"filepath": "/opt/scipy.libs/libscipy_openblas-y.so", "internal_api": "openblas"}
+    third = {"filepath": "/usr/lib/libopenblas.so.0", "internal_api": "openblas"}
+    assert blas.numpy_blas([other]) is other  # the only one: numpy's, wherever it lives
+    assert blas.numpy_blas([other, own]) is own
+    assert blas.numpy_blas([inside, other]) is inside
+    assert blas.numpy_blas([other, third]) is None
+    assert blas.numpy_blas([own, inside]) is None
+    assert blas.numpy_blas([]) is None
+
+
+_SECOND_OPENBLAS = r"""
+import ctypes, json, shutil, sys
+import numpy  # (its BLAS loaded)
+from threadpoolctl import threadpool_info
+numpy_lib = [i["filepath"] for i in threadpool_info() if i.get("user_api") == "blas"]
+copy = shutil.copy(numpy_lib[0], sys.argv[2])
+ctypes.CDLL(copy)  # a second OpenBLAS in the process, as scipy's is once Numba has imported it
+libs = [i["filepath"] for i in threadpool_info() if i.get("user_api") == "blas"]
+import numpy as np
+import irnorm
+from irnorm.kernels import blas
+m = irnorm.load(sys.argv[1])
+x = np.ones((2, 8), np.float32)
+seen = []
+m.run({"a": x, "b": np.ones((8, 3), np.float32)}, on_layer=lambda n, o, s: seen.append(blas._state["current"]))
+print(json.dumps({"libs": libs, "numpy_lib": numpy_lib, "driven": blas._state["ctl"] is not None, "seen": seen}))
+"""
+
+
+def test_driven_with_a_second_openblas_loaded(tmp_path):
+    """With another OpenBLAS loaded beside numpy's (a copy of it here, loaded first thing in a fresh process), irnorm
+    still finds numpy's and runs its products on one BLAS thread."""
+    numpy_libs = [i for i in __import__("threadpoolctl").threadpool_info() if i.get("user_api") == "blas"]
+    if len(numpy_libs) != 1 or blas.numpy_blas(numpy_libs + [{"filepath": str(tmp_path / "x.so")}]) is None:
+        pytest.skip("numpy's OpenBLAS is not inside numpy's installation here (not a wheel's numpy.libs)")
+    xml = _matmul(tmp_path).path
+    copy = tmp_path / "libscipy_openblas64_-copy.so"  # (threadpoolctl knows an OpenBLAS by its file name)
+    out = subprocess.run([sys.executable, "-c", _SECOND_OPENBLAS, str(xml), str(copy)], capture_output=True,
+                         text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    assert len(got["libs"]) == 2, got  # the copy is seen as a second BLAS
+    assert got["driven"] and got["seen"][-1] == 1, got  # reported right after the MatMul ran

@@ -22,8 +22,9 @@ runs.
 
 The library is found with threadpoolctl (it knows where numpy's BLAS is and what it is); only an
 OpenBLAS with its own process-wide thread pool (pthreads, as in numpy's wheels) is driven, through its
-``openblas_set_num_threads``.  Without threadpoolctl, or with another BLAS, nothing is changed and
-products are one call each.  ``IRNORM_BLAS_THREADS=default`` leaves BLAS alone.
+``openblas_set_num_threads``; where the process has loaded several, numpy's own (numpy_blas).  Without
+threadpoolctl, or with another BLAS, nothing is changed and products are one call each.
+``IRNORM_BLAS_THREADS=default`` leaves BLAS alone.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -127,15 +129,31 @@ def _lookup() -> Any:
         import numpy  # noqa: F401 - the BLAS must be loaded for threadpoolctl to see it
         from threadpoolctl import threadpool_info
 
-        libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        lib = numpy_blas([i for i in threadpool_info() if i.get("user_api") == "blas"])
         # One process-wide pool only: with OpenMP, OpenBLAS's threads are per calling thread and
-        # OpenMP's own settings apply; two BLAS libraries: which one is numpy's?
-        if len(libs) == 1 and libs[0].get("internal_api") == "openblas" and \
-                libs[0].get("threading_layer") == "pthreads":
-            return _OpenBLAS(libs[0]["filepath"])
+        # OpenMP's own settings apply
+        if lib is not None and lib.get("internal_api") == "openblas" and lib.get("threading_layer") == "pthreads":
+            return _OpenBLAS(lib["filepath"])
     except Exception:  # noqa: BLE001 - no threadpoolctl, or a library it cannot drive: leave BLAS alone
         pass
     return None
+
+
+def numpy_blas(libs: list[dict]) -> dict | None:
+    """numpy's BLAS among the BLAS libraries threadpoolctl found in this process: the only one, or the one
+    inside numpy's installation (a wheel's numpy.libs).  A second OpenBLAS is common: scipy's wheels carry their
+    own, and Numba loads it (scipy.linalg.cython_blas) whenever it refreshes its registries -- on any compile,
+    so at random before or after this lookup; with two libraries irnorm used to drive neither, and numpy's
+    OpenBLAS then ran its products on every thread beside irnorm's own (AlexNet 270 -> 400 us a call).  None
+    when it cannot tell (several, none of them numpy's own)."""
+    if len(libs) == 1:
+        return libs[0]
+    import numpy
+
+    base = Path(numpy.__file__).resolve().parent
+    homes = (base, base.parent / "numpy.libs")
+    own = [i for i in libs if any(Path(i.get("filepath", "")).resolve().is_relative_to(h) for h in homes)]
+    return own[0] if len(own) == 1 else None
 
 
 def _set(n: int) -> None:
