@@ -1756,8 +1756,12 @@ FILL_PARALLEL_MIN = 1 << 14
 # multiply-adds gains from the second thread: [1, 32, 16, 16] -> 32 3x3 (2.4 M) took 42 us on two threads and 43
 # on one.  From 1 << 21 to 1 << 22 (alternating processes, eight each): UNet 1145 -> 1105 and 1085 -> 1044 us
 # (its five 2.4 M convolutions), RegNetY 201 -> 190, ConvNeXt 393 -> 374; ResNet-18, ResNetV2, SSD-VGG, AlexNet,
-# MobileViTv2 level.
-IMPLICIT_PARALLEL_MIN = 1 << 22
+# MobileViTv2 level.  Without AVX-512 (8-lane FMAs, microgemm's 6 x 16 tiles) the same multiply-adds take about
+# twice as long, and the second thread pays from 1 << 19: both contenders held to AVX2 on the Xeon (Numba compiling
+# for Haswell), alternating processes, 1 << 22 -> 1 << 19: AlexNet 313 -> 300 us (its 3x3 layers on 9 x 9 maps,
+# 0.7-1.1 M each, 27.6 / 34.2 / 24.3 -> 24.5 / 29.2 / 22.6), UNet 831 -> 774; ResNet-18, RegNetY, SSD-VGG,
+# EfficientNet-B0, MobileViTv2 level.
+IMPLICIT_PARALLEL_MIN = 1 << 22 if microgemm.AVX512 else 1 << 19
 # Which convolutions take it: at most IMPLICIT_MAX_COUT output channels, output rows at least
 # IMPLICIT_MIN_WIDTH wide (the padded row width's extra columns are computed and dropped).  Measured on the
 # AVX-512 EPYC, 2 threads, against the path taken before (3x3): [1, 64, 16, 16] -> 8 23 -> 18 us (direct),
