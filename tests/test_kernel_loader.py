@@ -228,3 +228,109 @@ def test_every_kernel_module_shares_one_source_stamp(tmp_path):
     assert second != first
     (tmp_path / "b.py").rename(tmp_path / "c.py")
     assert jit.kernels_source_stamp(str(tmp_path)) not in (first, second)
+
+
+# ---- Numba's runtime functions from irnorm's cache (jit._cached_compile_nrt_functions) --------------
+
+# A fresh process: irnorm's kernels set up, then a function that allocates and frees an array (NRT_decref,
+# one of the cached runtime functions, frees it); reports the cache's hits and misses and the runtime's
+# allocation counts.
+NRT_SCRIPT = r"""
+import json, sys
+import numpy as np
+from numba import njit
+from numba.core.runtime import nrt
+from irnorm.kernels import jit
+
+@njit
+def total(n):
+    return np.arange(n).sum()  # allocates an array and frees it on return
+
+got = [int(total(n)) for n in (10, 1000, 5)]
+stats = nrt.rtsys.get_allocation_stats()
+print(json.dumps({"installed": jit.NRT_CACHE, **jit.NRT_CACHE_STATS, "got": got,
+                  "alloc": stats.alloc, "free": stats.free}))
+"""
+
+
+def _nrt_run(cache_dir: Path, **env_extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    env.update({"NUMBA_CACHE_DIR": str(cache_dir), "NUMBA_NRT_STATS": "1", "IRNORM_THREAD_POOL": "0", **env_extra})
+    r = subprocess.run([sys.executable, "-c", NRT_SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _nrt_files(cache_dir: Path) -> list[Path]:
+    return sorted(cache_dir.rglob("irnorm-nrt-*.nbo"))
+
+
+def test_runtime_functions_compile_once_then_load_from_the_cache(tmp_path):
+    if not _tested_numba():
+        pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
+    want = [45, 499500, 10]
+    first = _nrt_run(tmp_path)
+    assert first["installed"] and (first["hits"], first["misses"]) == (0, 1) and first["got"] == want
+    files = _nrt_files(tmp_path)
+    assert len(files) == 1
+    for _ in range(2):  # later processes load the same file, and the loaded NRT_decref frees what it should
+        again = _nrt_run(tmp_path)
+        assert (again["hits"], again["misses"]) == (1, 0) and again["got"] == want
+        assert again["alloc"] == again["free"] >= 3
+        assert _nrt_files(tmp_path) == files
+    full = _nrt_run(tmp_path, IRNORM_NUMBA_FULL_LOAD="1")  # Numba's own way: compiled, nothing read
+    assert not full["installed"] and (full["hits"], full["misses"]) == (0, 0) and full["got"] == want
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_a_damaged_runtime_cache_file_is_compiled_again(tmp_path, damage):
+    if not _tested_numba():
+        pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
+    _nrt_run(tmp_path)
+    [path] = _nrt_files(tmp_path)
+    blob = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(blob[: len(blob) // 2])
+    elif damage == "flip":  # one bit of the object code: the checksum no longer matches
+        path.write_bytes(blob[:-100] + bytes([blob[-100] ^ 1]) + blob[-99:])
+    elif damage == "garbage":
+        path.write_bytes(b"\0" * len(blob))
+    else:
+        path.write_bytes(b"")
+    r = _nrt_run(tmp_path)
+    assert (r["hits"], r["misses"]) == (0, 1) and r["got"] == [45, 499500, 10] and r["alloc"] == r["free"]
+    assert path.read_bytes() == blob  # rewritten whole
+    assert (_nrt_run(tmp_path)["hits"]) == 1
+
+
+def test_runtime_cache_key_follows_code_target_and_versions(monkeypatch):
+    from irnorm.kernels import jit
+
+    class Codegen:
+        def __init__(self, magic):
+            self.magic = magic
+
+        def magic_tuple(self):
+            return self.magic
+
+    base = jit.nrt_cache_key("define void @f() { ret void }", Codegen(("x86_64", "sapphirerapids", "+avx512f")))
+    assert base == jit.nrt_cache_key("define void @f() { ret void }", Codegen(("x86_64", "sapphirerapids", "+avx512f")))
+    assert base != jit.nrt_cache_key("define void @g() { ret void }", Codegen(("x86_64", "sapphirerapids", "+avx512f")))
+    assert base != jit.nrt_cache_key("define void @f() { ret void }", Codegen(("x86_64", "haswell", "+avx2")))
+    monkeypatch.setattr(jit.numba, "__version__", "0.67.0")
+    assert base != jit.nrt_cache_key("define void @f() { ret void }", Codegen(("x86_64", "sapphirerapids", "+avx512f")))
+
+
+def test_runtime_cache_stays_out_of_a_numba_whose_function_changed(monkeypatch):
+    from numba.core.runtime import nrtdynmod
+
+    from irnorm.kernels import jit
+
+    def other_compile_nrt_functions(ctx):  # a Numba that builds its runtime some other way
+        return ctx
+
+    monkeypatch.setattr(nrtdynmod, "compile_nrt_functions", other_compile_nrt_functions)
+    assert jit._install_nrt_cache() is False and nrtdynmod.compile_nrt_functions is other_compile_nrt_functions
+    monkeypatch.setattr(jit, "LIGHT_LOADER", False)
+    monkeypatch.setattr(nrtdynmod, "compile_nrt_functions", jit._cached_compile_nrt_functions)
+    assert jit._install_nrt_cache() is False

@@ -28,8 +28,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core.dispatcher import Dispatcher
 
-__all__ = ["LIGHT_LOADER", "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "kernels_source_stamp", "njit", "prange",
-           "types"]
+__all__ = ["LIGHT_LOADER", "NRT_CACHE", "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "kernels_source_stamp",
+           "njit", "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
@@ -77,6 +77,126 @@ def _install() -> bool:
 
 
 LIGHT_LOADER = _install()
+
+
+# ---- Numba's runtime functions, compiled once -----------------------------------------------------
+# Numba compiles its runtime's LLVM functions (NRT_incref / NRT_decref, the atomics) from IR in every
+# process that loads a kernel: ~20 ms, and ~20 MiB of peak RSS the LLVM optimizer leaves behind (a fresh
+# `irnorm run` on the sample, Sapphire Rapids Xeon).  Those functions are machine code like any cached
+# kernel's, so they are cached as one: the object code Numba's own cache stores, in the kernels' cache
+# directory, under a key over the module's IR text, the codegen (triple, CPU, features), the
+# optimization level and the Numba / llvmlite versions.  A file that is missing, unreadable or does not
+# match its checksum is compiled again (and rewritten), as before.
+
+NRT_CACHE_FORMAT = b"irnorm-nrt-1"
+
+
+def _nrt_cache_anchor() -> None:  # names the cache directory: the one kernels in this directory use
+    pass
+
+
+def _nrt_cache_dir() -> str | None:
+    try:
+        from numba.core.caching import FunctionCache
+
+        path = FunctionCache(_nrt_cache_anchor)._cache_path
+    except Exception:  # no locator: nothing writable (Numba would not cache kernels either)
+        return None
+    return path if isinstance(path, str) else None
+
+
+def nrt_cache_key(ir_text: str, codegen: Any) -> str:
+    """What the runtime's machine code depends on: its IR, the target and the compiler's versions."""
+    import hashlib
+
+    import llvmlite
+    from numba.core import config
+
+    digest = hashlib.sha256(NRT_CACHE_FORMAT)
+    for part in (numba.__version__, llvmlite.__version__, repr(codegen.magic_tuple()), str(config.OPT), ir_text):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _read_nrt_object(path: str) -> Any:
+    import hashlib
+    import pickle
+
+    with open(path, "rb") as f:
+        blob = f.read()
+    start = len(NRT_CACHE_FORMAT) + 32  # the format tag, then the payload's sha256, then the payload
+    payload = blob[start:]
+    if blob[:len(NRT_CACHE_FORMAT)] != NRT_CACHE_FORMAT or hashlib.sha256(payload).digest() != blob[start - 32:start]:
+        return None
+    state = pickle.loads(payload)
+    ok = (isinstance(state, tuple) and len(state) == 3 and state[1] == "object" and isinstance(state[2], tuple)
+          and len(state[2]) == 2 and all(isinstance(b, bytes) for b in state[2]))
+    return state if ok else None
+
+
+def _write_nrt_object(path: str, state: Any) -> None:
+    import hashlib
+    import pickle
+    import tempfile
+
+    payload = pickle.dumps(state, protocol=4)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".nrt-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(NRT_CACHE_FORMAT + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, path)  # whole files only: a concurrent reader sees the old one or the new one
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+NRT_CACHE_STATS = {"hits": 0, "misses": 0}
+
+
+def _cached_compile_nrt_functions(ctx: Any) -> Any:
+    """nrtdynmod.compile_nrt_functions, from irnorm's cache when the same code is there."""
+    from numba.core.runtime import nrtdynmod
+
+    ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+    directory = _nrt_cache_dir()
+    path = None
+    if directory is not None:
+        path = os.path.join(directory, f"irnorm-nrt-{nrt_cache_key(str(ir_mod), ctx.codegen())}.nbo")
+        try:
+            state = _read_nrt_object(path)
+        except Exception:  # missing or unreadable: compiled below
+            state = None
+        if state is not None:
+            NRT_CACHE_STATS["hits"] += 1
+            return ctx.codegen().unserialize_library(state)
+    NRT_CACHE_STATS["misses"] += 1
+    library.enable_object_caching()
+    library.add_ir_module(ir_mod)
+    library.finalize()
+    if path is not None and not library.has_dynamic_globals:
+        try:
+            _write_nrt_object(path, library.serialize_using_object_code())
+        except Exception:  # a read-only or full cache directory: the next process compiles again
+            pass
+    return library
+
+
+def _install_nrt_cache() -> bool:
+    if not LIGHT_LOADER:  # IRNORM_NUMBA_FULL_LOAD=1 or an untested Numba: Numba's own way
+        return False
+    from numba.core.runtime import nrtdynmod
+
+    original = nrtdynmod.compile_nrt_functions
+    if original is _cached_compile_nrt_functions:
+        return True
+    names = set(getattr(getattr(original, "__code__", None), "co_names", ()))
+    if not {"create_nrt_module", "add_ir_module", "finalize"} <= names or len(names) != 3:
+        return False  # the function is not the one this replaces
+    nrtdynmod.compile_nrt_functions = _cached_compile_nrt_functions
+    return True
+
+
+NRT_CACHE = _install_nrt_cache()
 
 
 # ---- one source stamp for every kernel module --------------------------------------------------------
