@@ -84,3 +84,48 @@ def test_bf16_model_imports_ml_dtypes_on_demand() -> None:
     assert m.inputs[0].dtype.name == "bfloat16"
     here = {k: [str(v.dtype), float(np.asarray(v, np.float64).sum())] for k, v in m.run(feeds).items()}
     assert got["outs"][str(BF16_SAMPLE)] == here
+
+
+OPS_SCRIPT = r"""
+import json, sys
+import irnorm
+from irnorm.errors import IrnormError
+from irnorm.ops import base
+ops = lambda: sorted(m.split(".")[-1] for m in sys.modules if m.startswith("irnorm.ops."))
+report = {}
+try:
+    irnorm.load(sys.argv[1]).run
+    report["loaded"] = ops()
+except IrnormError as e:
+    report["error"] = [d.code for d in e.diagnostics]
+report["all_loaded"] = base._loaded
+print(json.dumps(report))
+"""
+
+
+def test_a_model_imports_only_its_own_ops_modules(tmp_path) -> None:
+    """Checking the sample (Parameter, Const, GroupNormalization, Result) imports the modules that register
+    those types and no other op module; a layer type the index does not know makes lookup import them all,
+    so the error can still say which versions exist."""
+    got = _last_json([OPS_SCRIPT, str(SAMPLE)])
+    assert got == {"loaded": ["base", "group_normalization", "index", "io"], "all_loaded": False}
+    xml = SAMPLE.read_text().replace('type="GroupNormalization"', 'type="NoSuchOperation"', 1)
+    assert xml != SAMPLE.read_text()
+    (tmp_path / "m.xml").write_text(xml)
+    (tmp_path / "m.bin").write_bytes(SAMPLE.with_suffix(".bin").read_bytes())
+    got = _last_json([OPS_SCRIPT, str(tmp_path / "m.xml")])
+    assert got["all_loaded"] is True and got["error"]
+
+
+def test_op_index_lists_each_type_with_the_modules_that_register_it() -> None:
+    """The generated index against the registry as every module registers it (tools/gen_docs.py --check
+    compares the file's text too): every registered type is listed with exactly its classes' modules."""
+    from irnorm.ops import OP_MODULES, load_all
+    from irnorm.ops.base import _REGISTRY
+    from irnorm.ops.index import MODULES_BY_TYPE
+
+    load_all()
+    assert set(MODULES_BY_TYPE) == set(_REGISTRY)
+    for type_, classes in _REGISTRY.items():
+        assert set(MODULES_BY_TYPE[type_]) <= set(OP_MODULES)
+        assert {c.__module__.rsplit(".", 1)[-1] for c in classes} <= set(MODULES_BY_TYPE[type_]), type_

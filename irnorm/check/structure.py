@@ -59,6 +59,8 @@ def check_variables(graph: Graph) -> None:
     the element type and a shape that fits what the ReadValues say (OpenVINO cannot read a file whose Assign
     names no variable: 'map::at'); ReadValues of one variable agree with each other.  Each Assign gets the
     variable's shape as ``__variable_shape`` (checked again at run time, where dims were dynamic)."""
+    if not any(n.op_type in ("ReadValue", "Assign") for n in graph.nodes):
+        return
     from ..ops.state import fits  # the ops' own rule of shape compatibility
 
     declared: dict[str, Any] = {}

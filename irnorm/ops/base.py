@@ -138,7 +138,7 @@ _OPSET_RE = re.compile(r"^opset(\d+)$")
 
 
 def lookup(type_: str, version: str) -> type[Op] | None:
-    _ensure_loaded()
+    _ensure_loaded_for(type_)
     cands = _REGISTRY.get(type_.lower(), [])
     m = _OPSET_RE.match(version)
     for cls in cands:
@@ -180,6 +180,16 @@ def _ensure_loaded() -> None:
         from . import load_all
 
         load_all()
+
+
+def _ensure_loaded_for(type_: str) -> None:
+    """Import the op modules that register `type_` (ops/index.py), or every one for a type the index does
+    not name: a model's check imports its own ops' modules only (every module: ~17 ms of each process)."""
+    if not _loaded:
+        from . import load_for
+
+        if not load_for(type_):
+            _ensure_loaded()
 
 
 # ---- helpers shared by op rules -------------------------------------------------

@@ -472,12 +472,14 @@ def _bias_and_activation(fc: FuseContext, node: Node, axis: int) -> tuple[list[N
 def _activation_after(fc: FuseContext, node: Node) -> tuple[Node, int, float, float] | None:
     """The activation layer with constant parameters that is the sole consumer of `node`'s f32/f64 output
     (at its data input): (that layer, its kernel code, p0, p1)."""
-    from ..ops.activation import _Activation
-
     users = fc.consumers.get((node.index, 0), [])
     if len(node.outputs) != 1 or len(users) != 1 or users[0][1] != 0 or (node.index, 0) in fc.keep:
         return None
     user = fc.graph.nodes[users[0][0]]
+    if not hasattr(user.op, "fused_form"):  # not an activation (nor is its module imported for this model)
+        return None
+    from ..ops.activation import _Activation
+
     params = [fc.const(tuple(s)) if s is not None else None for s in user.sources[1:]]
     if not isinstance(user.op, _Activation) or any(p is None for p in params):
         return None
