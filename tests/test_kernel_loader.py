@@ -24,8 +24,13 @@ import json, sys
 from pathlib import Path
 import numpy as np
 import irnorm
+import llvmlite.binding as ll
 from numba.core import caching
 from irnorm.kernels import jit
+
+parsed = []  # every LLVM bitcode module parsed in this process
+_parse = ll.parse_bitcode
+ll.parse_bitcode = lambda *a, **k: parsed.append(1) or _parse(*a, **k)
 
 out_dir = Path(sys.argv[1])
 for i, xml in enumerate(sys.argv[2:]):
@@ -40,7 +45,7 @@ for i, xml in enumerate(sys.argv[2:]):
     np.savez(out_dir / f"{i}.npz", **m.run(feeds))
 print(json.dumps({"light": jit.LIGHT_LOADER,
                   "patched": caching.Cache.load_overload is jit._light_load_overload,
-                  "registries": "numba.np.arraymath" in sys.modules}))
+                  "registries": "numba.np.arraymath" in sys.modules, "bitcode_parsed": len(parsed) > 0}))
 """
 
 
@@ -73,10 +78,10 @@ def test_fresh_process_loads_cached_kernels_without_registries_and_same_bits(tmp
     if not _tested_numba():
         pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
     _run(tmp_path / "warm", {})  # compiles whatever this checkout's cache lacks
-    light = _run(tmp_path / "light", {})
-    assert light == {"light": True, "patched": True, "registries": False}
+    light = _run(tmp_path / "light", {})  # loads machine code only: no registries, no LLVM module parsed
+    assert light == {"light": True, "patched": True, "registries": False, "bitcode_parsed": False}
     full = _run(tmp_path / "full", {"IRNORM_NUMBA_FULL_LOAD": "1"})
-    assert full == {"light": False, "patched": False, "registries": True}
+    assert full == {"light": False, "patched": False, "registries": True, "bitcode_parsed": True}
     want = np.load(NETWORKS / "resnet18_static.expected.npz")
     got_light, got_full = _outputs(tmp_path / "light", len(MODELS)), _outputs(tmp_path / "full", len(MODELS))
     for a, b in zip(got_light, got_full, strict=True):
@@ -114,6 +119,120 @@ def test_compiling_after_a_light_load_refreshes_as_numba_does(tmp_path):
                        timeout=600, env={k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == "2.0"
+
+
+LINK_AFTER_SCRIPT = r"""
+import sys
+import numpy as np
+import irnorm
+from numba import njit
+from irnorm.kernels import activation, jit
+
+assert jit.LAZY_BITCODE
+x = np.linspace(-3, 3, 64, dtype=np.float32)
+want = activation.unary(activation.GELU_ERF, x)  # loads activation._apply from the cache, bitcode unparsed
+lib = activation._apply.overloads[activation._apply.signatures[0]].library
+assert "_irnorm_bitcode" in lib.__dict__ and lib._shared_module is None
+
+@njit
+def gelu_twice(x, out, k):  # links _apply's library into a new one: its bitcode is parsed now
+    activation._apply(activation.GELU_ERF, x, out, np.float32(0), np.float32(0), k)
+    activation._apply(activation.GELU_ERF, out.copy(), out, np.float32(0), np.float32(0), k)
+
+got = np.empty_like(x)
+gelu_twice(x, got, activation._K32)
+assert lib._shared_module is not None
+np.testing.assert_array_equal(got, activation.unary(activation.GELU_ERF, want))
+print("ok")
+"""
+
+
+def test_compiling_against_a_lazily_loaded_kernel_parses_its_module_then(tmp_path):
+    """A kernel loaded without its LLVM module (jit._lazy_unserialize) can still be linked into a function
+    compiled later in the same process: the module is parsed when the linker asks for it."""
+    if not _tested_numba():
+        pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
+    env = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    warm = subprocess.run([sys.executable, "-c", "import numpy as np; from irnorm.kernels import activation; "
+                           "activation.unary(activation.GELU_ERF, np.ones(64, np.float32))"], env=env, timeout=600)
+    assert warm.returncode == 0
+    r = subprocess.run([sys.executable, "-c", LINK_AFTER_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "ok"
+
+
+# A fresh process saves the object code and bitcode of every library it loads from the cache.
+SAVE_LOADED_SCRIPT = r"""
+import pickle, sys
+import numpy as np
+from numba.core.codegen import CPUCodeLibrary
+states = []
+load = CPUCodeLibrary._unserialize.__func__
+def spy(cls, codegen, state):
+    states.append(state)
+    return load(cls, codegen, state)
+CPUCodeLibrary._unserialize = classmethod(spy)
+import irnorm
+from irnorm.kernels import activation
+m = irnorm.load(sys.argv[2])
+m.run([np.ones(s.shape, s.dtype) for s in m.inputs])
+activation.unary(activation.GELU_ERF, np.ones(64, np.float32))
+with open(sys.argv[1], "wb") as f:
+    pickle.dump([data for _, kind, data in states if kind == "object"], f)
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_objects(tmp_path_factory) -> list[tuple[bytes, bytes]]:
+    import pickle
+
+    env = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    out = tmp_path_factory.mktemp("objects") / "loaded.pkl"
+    sample = str(ROOT / "samples" / "ir" / "group_norm.xml")
+    for _ in range(2):  # the first fills the cache if this checkout's lacks these kernels
+        r = subprocess.run([sys.executable, "-c", SAVE_LOADED_SCRIPT, str(out), sample], capture_output=True,
+                           text=True, timeout=600, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+    with open(out, "rb") as f:
+        objects = pickle.load(f)
+    assert len(objects) >= 3  # the pool's functions, the norm's and the activation's kernels at least
+    return objects
+
+
+def test_elf_symbols_are_the_ones_the_module_defines(loaded_objects):
+    """The symbol names read from each cached library's object code cover every non-local definition of its
+    LLVM module (what JitEngine.is_symbol_defined is asked about), and nothing the module does not define."""
+    import llvmlite.binding as ll
+
+    from irnorm.kernels import jit
+
+    for obj, bitcode in loaded_objects:
+        names = jit.elf_defined_symbols(obj)
+        module = ll.parse_bitcode(bitcode)
+        defined = {g.name for gs in (module.functions, module.global_variables) for g in gs if not g.is_declaration}
+        visible = {g.name for gs in (module.functions, module.global_variables) for g in gs
+                   if not g.is_declaration and g.linkage not in (ll.Linkage.private, ll.Linkage.internal)}
+        assert names is not None and visible and visible <= names <= defined
+
+
+def test_elf_symbols_of_damaged_or_foreign_files_are_none_not_an_error(loaded_objects):
+    from irnorm.kernels import jit
+
+    obj = max((o for o, _ in loaded_objects), key=len)
+    assert jit.elf_defined_symbols(obj)
+    assert jit.elf_defined_symbols(b"") is None
+    assert jit.elf_defined_symbols(b"\xcf\xfa\xed\xfe" + obj[4:]) is None  # Mach-O's magic
+    assert jit.elf_defined_symbols(obj[:5] + b"\x02" + obj[6:]) is None  # big-endian
+    for cut in [6, 20, 63, 64, len(obj) // 2, len(obj) - 1]:
+        got = jit.elf_defined_symbols(obj[:cut])  # cut short: None, or what the remaining table lists
+        assert got is None or isinstance(got, set)
+    rng = np.random.default_rng(0)
+    for _ in range(300):  # bytes changed anywhere: never an exception, never a read past the end
+        bad = bytearray(obj)
+        for i in rng.integers(0, len(obj), 8):
+            bad[i] = int(rng.integers(0, 256))
+        got = jit.elf_defined_symbols(bytes(bad))
+        assert got is None or isinstance(got, set)
 
 
 def test_loader_stays_out_of_a_numba_it_was_not_written_for(monkeypatch):

@@ -28,8 +28,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core.dispatcher import Dispatcher
 
-__all__ = ["LIGHT_LOADER", "NRT_CACHE", "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "kernels_source_stamp",
-           "njit", "prange", "types"]
+__all__ = ["LAZY_BITCODE", "LIGHT_LOADER", "NRT_CACHE", "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry",
+           "kernels_source_stamp", "njit", "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
@@ -197,6 +197,113 @@ def _install_nrt_cache() -> bool:
 
 
 NRT_CACHE = _install_nrt_cache()
+
+
+# ---- cached machine code without its LLVM module ------------------------------------------------------
+# A cached kernel is stored as its object code plus its LLVM bitcode, and Numba parses that bitcode on every
+# load: to have a module to link into whatever is compiled later, and to list the symbols the library
+# defines (JitEngine.is_symbol_defined, which get_pointer_to_function asks before taking an entry point's
+# address).  A process that only loads kernels never links against them, and parsing was most of a load:
+# 96 of the 200 ms ResNet-18's first run spent loading its ten kernels, 48 more listing symbols from the
+# parsed modules (Sapphire Rapids Xeon).  So the loader takes the symbol names from the object code's own
+# symbol table (ELF; any other format, or a table that does not parse, is loaded Numba's way) and parses the
+# bitcode only when something links against the library (_get_module_for_linking, as Numba would).
+
+_ELF_HEADER = "<16xHHIQQQIHHHHHH"  # ELF64 header after e_ident: type .. shstrndx
+_ELF_SECTION = "<IIQQQQIIQQ"  # name, type, flags, addr, offset, size, link, info, addralign, entsize
+_ELF_SYMBOL = "<IBBHQQ"  # name, info, other, shndx, value, size
+_SHT_SYMTAB, _STT_SECTION, _STT_FILE = 2, 3, 4
+
+
+def elf_defined_symbols(obj: bytes) -> set[str] | None:
+    """The names of the symbols an ELF64 little-endian object file defines (functions, data, and untyped
+    labels; not section or file symbols), or None if `obj` is not such a file or does not parse."""
+    import struct
+
+    try:
+        if obj[:6] != b"\x7fELF\x02\x01":
+            return None
+        head = struct.unpack_from(_ELF_HEADER, obj, 0)
+        shoff, shentsize, shnum = head[5], head[10], head[11]
+        if shentsize != struct.calcsize(_ELF_SECTION) or shoff + shnum * shentsize > len(obj):
+            return None
+        sections = [struct.unpack_from(_ELF_SECTION, obj, shoff + i * shentsize) for i in range(shnum)]
+        names: set[str] = set()
+        for sec in sections:
+            if sec[1] != _SHT_SYMTAB:
+                continue
+            offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9]
+            if entsize != struct.calcsize(_ELF_SYMBOL) or offset + size > len(obj) or link >= shnum:
+                return None
+            str_off, str_size = sections[link][4], sections[link][5]
+            if str_off + str_size > len(obj):
+                return None
+            strtab = obj[str_off:str_off + str_size]
+            for st_name, st_info, _, st_shndx, _, _ in struct.iter_unpack(_ELF_SYMBOL, obj[offset:offset + size]):
+                if st_shndx == 0 or (st_info & 0xF) in (_STT_SECTION, _STT_FILE) or not 0 < st_name < len(strtab):
+                    continue
+                end = strtab.find(b"\0", st_name)
+                names.add(strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "surrogateescape"))
+        return names
+    except (struct.error, IndexError):
+        return None
+
+
+def _lazy_unserialize(cls: Any, codegen: Any, state: Any) -> Any:
+    """CPUCodeLibrary._unserialize for object code, without parsing the bitcode (above)."""
+    name, kind, data = state
+    symbols = elf_defined_symbols(data[0]) if kind == "object" else None
+    if symbols is None:
+        return _ORIGINAL_UNSERIALIZE(cls, codegen, state)
+    object_code, shared_bitcode = data
+    self = codegen.create_library(name)
+    self.enable_object_caching()
+    self._set_compiled_object(object_code)
+    self._irnorm_bitcode = shared_bitcode  # parsed by _get_module_for_linking, if anything links against it
+    self._finalize_final_module()
+    self._codegen._engine._defined_symbols |= symbols
+    return self
+
+
+def _lazy_module_for_linking(self: Any) -> Any:
+    bitcode = self.__dict__.pop("_irnorm_bitcode", None)
+    if bitcode is not None and self._shared_module is None:
+        from llvmlite import binding as ll
+
+        self._shared_module = ll.parse_bitcode(bitcode)
+    return _ORIGINAL_MODULE_FOR_LINKING(self)
+
+
+_ORIGINAL_UNSERIALIZE: Any = None
+_ORIGINAL_MODULE_FOR_LINKING: Any = None
+
+
+def _install_lazy_bitcode() -> bool:
+    global _ORIGINAL_UNSERIALIZE, _ORIGINAL_MODULE_FOR_LINKING
+    if not LIGHT_LOADER or sys.byteorder != "little":
+        return False
+    from numba.core.codegen import CPUCodeLibrary
+
+    unserialize = CPUCodeLibrary.__dict__.get("_unserialize")
+    linking = CPUCodeLibrary.__dict__.get("_get_module_for_linking")
+    if getattr(getattr(unserialize, "__func__", None), "_irnorm", False):
+        return True
+    want_unserialize = {"parse_bitcode", "_finalize_final_module", "enable_object_caching", "_set_compiled_object",
+                        "_shared_module", "_load_defined_symbols"}
+    want_linking = {"_ensure_finalized", "_shared_module", "clone"}
+    names = set(getattr(getattr(linking, "__code__", None), "co_names", ()))
+    if not (isinstance(unserialize, classmethod) and want_linking <= names
+            and want_unserialize <= set(getattr(unserialize.__func__, "__code__", None).co_names)):
+        return False  # not the functions this was written against
+    _ORIGINAL_UNSERIALIZE = unserialize.__func__
+    _ORIGINAL_MODULE_FOR_LINKING = linking
+    _lazy_unserialize._irnorm = True  # type: ignore[attr-defined]
+    CPUCodeLibrary._unserialize = classmethod(_lazy_unserialize)
+    CPUCodeLibrary._get_module_for_linking = _lazy_module_for_linking
+    return True
+
+
+LAZY_BITCODE = _install_lazy_bitcode()
 
 
 # ---- one source stamp for every kernel module --------------------------------------------------------
