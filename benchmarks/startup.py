@@ -13,6 +13,9 @@
 * Peak RSS (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of a wrapper whose only child is the
   command) of ``irnorm run`` on the GN1 and LN2 benchmark IRs, against the bytes of inputs +
   outputs + weights.
+* Real networks: ``irnorm run --inputs`` on ResNet-18 and BERT (the static exports of
+  tests/networks/, with their stored inputs) against OpenVINO's whole process on the same IR and
+  inputs -- time to the first result as a user starting either tool meets it -- and both peak RSS.
 
 Medians of N runs (default 5).
 """
@@ -48,6 +51,20 @@ r = c.create_infer_request()
 r.infer({0: x})
 print(float(r.get_output_tensor(0).data.sum()))
 """
+
+# OpenVINO on a network's stored inputs (an .npz keyed by input name).
+OV_NPZ_SNIPPET = """
+import sys, numpy as np, openvino as ov
+core = ov.Core()
+c = core.compile_model(core.read_model(sys.argv[1]), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                       "INFERENCE_NUM_THREADS": "2", "PERFORMANCE_HINT": "LATENCY"})
+with np.load(sys.argv[2]) as z:
+    feeds = {p: z[next(n for n in p.get_names() if n in z.files)] for p in c.inputs}
+r = c.create_infer_request()
+r.infer(feeds)
+print(float(np.asarray(r.get_output_tensor(0).data, np.float64).sum()))
+"""
+NETWORKS = ("resnet18", "bert")
 
 # The floor any Numba-kernel program pays: numpy + Numba imported and one cached kernel loaded and run.
 FLOOR_SNIPPET = """
@@ -195,6 +212,20 @@ def main(argv: list[str] | None = None) -> int:
         res["ratio_numba_loader_to_openvino"] = paired_ratio(res["irnorm_run_numba_loader"],
                                                              res["openvino_read_compile_infer"])
 
+        nets = {}
+        for name in NETWORKS:
+            xml = os.path.join(ROOT, "tests", "networks", f"{name}_static.xml")
+            npz = xml[:-4] + ".inputs.npz"
+            net_cmd = [*irn, "run", "-q", xml, "--inputs", npz]
+            net_ov = [sys.executable, "-c", OV_NPZ_SNIPPET, xml, npz]
+            timed(net_cmd, env_warm)  # its kernels into the cache
+            timed(net_ov, child_env())
+            t = interleaved(n, {"irnorm": (net_cmd, env_warm), "openvino": (net_ov, child_env())})
+            nets[name] = {**t, "ratio": paired_ratio(t["irnorm"], t["openvino"]),
+                          "irnorm_rss": statistics.median(peak_rss(net_cmd, env_warm) for _ in range(3)),
+                          "openvino_rss": statistics.median(peak_rss(net_ov) for _ in range(3))}
+        res["networks"] = nets
+
         from workloads import WORKLOADS, write_irnorm_ir, write_openvino_ir
 
         mem = {}
@@ -247,6 +278,18 @@ def markdown(res: dict) -> str:
         f"Peak RSS on the sample: `irnorm run` {res['irnorm_run_rss'] / mib:.0f} MiB, OpenVINO (the process above) "
         f"{res['openvino_rss'] / mib:.0f} MiB, ratio {res['irnorm_run_rss'] / res['openvino_rss']:.2f} "
         f"(target <= 1.2); the Numba floor {res['numba_floor_rss'] / mib:.0f} MiB.",
+        "",
+        "Real networks, `irnorm run --inputs` against OpenVINO's whole process on the same IR and inputs "
+        f"(in turn, {res['runs']} rounds; peak RSS median of 3):",
+        "",
+        "| network | irnorm run | OpenVINO | ratio | irnorm peak RSS | OpenVINO peak RSS | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, r in res.get("networks", {}).items():
+        lines.append(f"| {name} | {r['irnorm']['median']:.2f} s | {r['openvino']['median']:.2f} s | {r['ratio']:.2f} | "
+                     f"{r['irnorm_rss'] / mib:.0f} MiB | {r['openvino_rss'] / mib:.0f} MiB | "
+                     f"{r['irnorm_rss'] / r['openvino_rss']:.2f} |")
+    lines += [
         "",
         "Peak RSS of `irnorm run` (median of 3):",
         "",
