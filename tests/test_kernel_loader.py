@@ -45,7 +45,8 @@ for i, xml in enumerate(sys.argv[2:]):
     np.savez(out_dir / f"{i}.npz", **m.run(feeds))
 print(json.dumps({"light": jit.LIGHT_LOADER,
                   "patched": caching.Cache.load_overload is jit._light_load_overload,
-                  "registries": "numba.np.arraymath" in sys.modules, "bitcode_parsed": len(parsed) > 0}))
+                  "registries": "numba.np.arraymath" in sys.modules, "bitcode_parsed": len(parsed) > 0,
+                  "arrayobj": "numba.np.arrayobj" in sys.modules}))
 """
 
 
@@ -79,9 +80,9 @@ def test_fresh_process_loads_cached_kernels_without_registries_and_same_bits(tmp
         pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
     _run(tmp_path / "warm", {})  # compiles whatever this checkout's cache lacks
     light = _run(tmp_path / "light", {})  # loads machine code only: no registries, no LLVM module parsed
-    assert light == {"light": True, "patched": True, "registries": False, "bitcode_parsed": False}
+    assert light == {"light": True, "patched": True, "registries": False, "bitcode_parsed": False, "arrayobj": False}
     full = _run(tmp_path / "full", {"IRNORM_NUMBA_FULL_LOAD": "1"})
-    assert full == {"light": False, "patched": False, "registries": True, "bitcode_parsed": True}
+    assert full == {"light": False, "patched": False, "registries": True, "bitcode_parsed": True, "arrayobj": True}
     want = np.load(NETWORKS / "resnet18_static.expected.npz")
     got_light, got_full = _outputs(tmp_path / "light", len(MODELS)), _outputs(tmp_path / "full", len(MODELS))
     for a, b in zip(got_light, got_full, strict=True):
@@ -233,6 +234,62 @@ def test_elf_symbols_of_damaged_or_foreign_files_are_none_not_an_error(loaded_ob
             bad[i] = int(rng.integers(0, 256))
         got = jit.elf_defined_symbols(bytes(bad))
         assert got is None or isinstance(got, set)
+
+
+# A user's own cached function in a fresh process after irnorm's kernels loaded: it inlines numba.np.arrayobj code
+# (whose environments the light loader rebuilt without importing it), compiles on a miss, caches, and loads again.
+USER_CACHE_SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import irnorm
+from irnorm.kernels import activation
+activation.unary(activation.GELU_ERF, np.ones(64, np.float32))
+import user_kernel
+print(user_kernel.padded_sum(np.arange(10.0)), "numba.np.arrayobj" in sys.modules)
+"""
+USER_KERNEL = """
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def padded_sum(x):
+    y = np.zeros(x.size + 2)
+    y[1:-1] = x
+    return y.sum()
+"""
+
+
+def test_environments_of_numba_modules_rebuilt_light_still_pickle_as_numbas(tmp_path):
+    """An environment rebuilt without importing its Numba module (jit._light_rebuild_env) pickles under
+    Numba's own name, so a user's function cached in such a process loads in a process without irnorm's
+    loader; and such an environment names its module."""
+    if not _tested_numba():
+        pytest.skip("this Numba is outside the versions the loader is written for: it keeps Numba's own")
+    import pickle
+
+    from numba.core.environment import Environment
+
+    from irnorm.kernels import jit
+
+    assert jit.LIGHT_ENVIRONMENTS
+    env = jit._light_rebuild_env("numba.irnorm_test_not_a_module", [], "irnorm_test_env")
+    assert env.globals == {"__name__": "numba.irnorm_test_not_a_module"} and env.can_cache()
+    blob = pickle.dumps(env)
+    assert b"numba.core.environment" in blob and b"_light_rebuild_env" not in blob
+    assert isinstance(pickle.loads(blob), Environment)
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "user_kernel.py").write_text(USER_KERNEL)
+    base = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    base["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    warm = "import numpy as np; from irnorm.kernels import activation; activation.unary(0, np.ones(64, np.float32))"
+    subprocess.run([sys.executable, "-c", warm], env=base, timeout=600, check=True)
+    for extra in ({}, {}, {"IRNORM_NUMBA_FULL_LOAD": "1"}):  # compile + save, load light, load Numba's way
+        r = subprocess.run([sys.executable, "-c", USER_CACHE_SCRIPT, str(tmp_path / "mod")], capture_output=True,
+                           text=True, timeout=600, env={**base, **extra})
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.split()[0] == "45.0"
 
 
 def test_loader_stays_out_of_a_numba_it_was_not_written_for(monkeypatch):
@@ -453,3 +510,31 @@ def test_runtime_cache_stays_out_of_a_numba_whose_function_changed(monkeypatch):
     monkeypatch.setattr(jit, "LIGHT_LOADER", False)
     monkeypatch.setattr(nrtdynmod, "compile_nrt_functions", jit._cached_compile_nrt_functions)
     assert jit._install_nrt_cache() is False
+
+
+def test_kernels_set_their_cache_up_on_first_use(tmp_path):
+    """jit.njit(cache=True) declares a kernel whose on-disk cache is made when first needed, the one Numba's
+    own declaration makes (same directory, same stamp); the other forms of njit are Numba's."""
+    import numba
+    from numba.core.caching import FunctionCache
+
+    from irnorm.kernels import jit
+
+    if not jit.LIGHT_LOADER:
+        pytest.skip("without the light loader jit.njit is Numba's own")
+
+    def plus(x):
+        return x + 1
+
+    kernel = jit.njit(cache=True, nogil=True)(plus)
+    assert isinstance(kernel._cache, jit._LazyFunctionCache) and kernel._cache._real is None
+    assert kernel(np.float64(1.5)) == 2.5
+    real = kernel._cache._real
+    assert isinstance(real, FunctionCache)
+    own = numba.njit(cache=True)(plus)._cache
+    assert real._cache_path == own._cache_path and real._cache_file._index_path == own._cache_file._index_path
+    assert kernel.targetoptions.get("nogil") is True
+    direct = jit.njit(plus, cache=True)  # the decorator's other form
+    assert isinstance(direct._cache, jit._LazyFunctionCache) and direct(np.int64(2)) == 3
+    assert not isinstance(jit.njit(plus)._cache, jit._LazyFunctionCache)  # no cache asked for: none
+    assert not isinstance(jit.njit("float64(float64)", cache=True)(plus)._cache, jit._LazyFunctionCache)

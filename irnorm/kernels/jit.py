@@ -25,11 +25,11 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
 from numba.core.dispatcher import Dispatcher
 
-__all__ = ["LAZY_BITCODE", "LIGHT_LOADER", "NRT_CACHE", "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry",
-           "kernels_source_stamp", "njit", "prange", "types"]
+__all__ = ["LAZY_BITCODE", "LIGHT_ENVIRONMENTS", "LIGHT_LOADER", "NRT_CACHE", "PACKAGE_STAMP", "THREAD_POOL",
+           "c_array", "entry", "kernels_source_stamp", "njit", "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
@@ -306,6 +306,58 @@ def _install_lazy_bitcode() -> bool:
 LAZY_BITCODE = _install_lazy_bitcode()
 
 
+# ---- environments of Numba's own inlined code ------------------------------------------------------------
+# A cached kernel carries the environment of every function inlined into it, each rebuilt on load around the
+# globals of the module the function came from -- importing that module.  For the array and string functions
+# Numba inlines, that is numba.np.arrayobj (with numba.cpython.unicode / charseq): ~13 ms of a fresh process,
+# to hand globals to machine code that never reads them (only object-mode code does; Numba's own implementation
+# modules hold nopython implementations).  So an environment of a numba.* module not imported yet, with no
+# constants, gets a dict naming its module alone; it still pickles as Numba's does, and a module imported before
+# the load (a compile imports them all) gets its real globals as before.
+
+
+def _light_rebuild_env(modname: Any, consts: Any, env_name: Any) -> Any:
+    from numba.core.environment import Environment, lookup_environment
+
+    env = lookup_environment(env_name)
+    if env is not None:
+        return env
+    if not (isinstance(modname, str) and modname.startswith("numba.") and modname not in sys.modules and not consts):
+        return _ORIGINAL_REBUILD_ENV(modname, consts, env_name)
+    env = Environment({"__name__": modname})
+    env.env_name = env_name
+    Environment._memo[env_name] = env
+    return env
+
+
+_ORIGINAL_REBUILD_ENV: Any = None
+
+
+def _install_light_environments() -> bool:
+    global _ORIGINAL_REBUILD_ENV
+    if not LIGHT_LOADER:
+        return False
+    from numba.core import environment
+
+    original = environment._rebuild_env
+    if original is _light_rebuild_env:
+        return True
+    names = set(getattr(getattr(original, "__code__", None), "co_names", ()))
+    if not {"lookup_environment", "import_module", "Environment", "_memo", "consts", "env_name"} <= names:
+        return False  # not the function this was written against
+    import functools
+
+    _ORIGINAL_REBUILD_ENV = original
+    # Environment.__reduce__ names whatever environment._rebuild_env is: pickles must keep naming Numba's
+    # function (numba.core.environment._rebuild_env), so that any process, with this loader or without, loads them
+    functools.update_wrapper(_light_rebuild_env, original)
+    environment._rebuild_env = _light_rebuild_env
+    return True
+
+
+LIGHT_ENVIRONMENTS = _install_light_environments()
+
+
 # ---- one source stamp for every kernel module --------------------------------------------------------
 # Numba keys a cached kernel to its own source file (a hash of it, or its mtime and size in older
 # releases), but a kernel's machine code also holds what it inlined or called from other modules: after
@@ -354,6 +406,46 @@ def _install_package_stamp() -> bool:
 
 
 PACKAGE_STAMP = _install_package_stamp()
+
+
+# ---- declaring a kernel -----------------------------------------------------------------------------------
+# Every kernel module declares its kernels at import: ~150 dispatchers for a convolution network.  With
+# cache=True each one also set up its on-disk cache at once (a locator that probes the cache directory with a
+# temporary file, the index file's names): about a third of the ~0.15 ms a declaration costs, for kernels a model
+# mostly never calls.  So irnorm's njit sets a kernel's cache up on its first use instead (the first lookup of
+# an overload), with what Numba's own set-up would have given.
+
+
+class _LazyFunctionCache:
+    """Numba's FunctionCache for `py_func`, made on first attribute access."""
+
+    __slots__ = ("_py_func", "_real")
+
+    def __init__(self, py_func: Any) -> None:
+        self._py_func = py_func
+        self._real = None
+
+    def __getattr__(self, name: str) -> Any:  # only for what the slots above do not hold
+        real = self._real
+        if real is None:
+            from numba.core.caching import FunctionCache
+
+            real = self._real = FunctionCache(self._py_func)
+        return getattr(real, name)
+
+
+def njit(*args: Any, **kws: Any) -> Any:
+    """numba.njit; with cache=True (and the light loader in place), the kernel's cache is set up on first use."""
+    if not kws.get("cache") or not LIGHT_LOADER or any(not callable(a) for a in args):  # signatures: compiled now
+        return numba.njit(*args, **kws)
+    plain = numba.njit(**{**kws, "cache": False})
+
+    def declare(fn: Any) -> Any:
+        kernel = plain(fn)
+        kernel._cache = _LazyFunctionCache(kernel.py_func)
+        return kernel
+
+    return declare(args[0]) if args else declare
 
 
 # ---- calling a kernel without the dispatcher -----------------------------------------------------
