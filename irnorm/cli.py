@@ -12,6 +12,7 @@ import sys
 import click
 
 from .errors import MAX_LISTED, IrnormError
+from .startup import collector_paused, defer_imports
 from .workbench.args import fuse_option, input_options, load_and_feed, max_memory_option
 from .workbench.commands import COMMANDS
 
@@ -81,37 +82,39 @@ def run(model: str, weights: str | None, inputs_npz: str | None, items: tuple[tu
         raise click.UsageError("--workers, --scheduler and --chunk go with --inputs DATA.zarr -o OUT.zarr")
     if output:
         check_output_path(output)
-    m, feeds, note = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items,
-                                   quiet or as_json, max_memory, fuse=not no_fuse, save_inputs=save_inputs)
-    if compare_npz and note and not quiet:
-        _err(f"irnorm: warning: --compare {compare_npz} with random inputs (seed {seed}): the expected outputs must "
-             "come from these very inputs (give them with --inputs, or save them with --save-inputs)")
-    for d in m.diagnostics:
-        if d.severity == "warning" and d.code not in ("IRN091", "IRN093") and not quiet and not as_json:
-            _err(d.format())
-    outs, extras = interruptible(wb.run_extras, m, feeds, cast=cast, compare_npz=compare_npz,
-                                 rtol_items=rtol_items, atol_items=atol_items, dump_dir=dump_dir,
-                                 dump_names=dump_names, profile=profile, slow_note=not (quiet or as_json))
-    if output:
-        # np.savez cannot round-trip bfloat16: store it widened to float32 (exact).
-        save_npz(output, {k: v.astype(np.float32) if v.dtype.name == "bfloat16" else v for k, v in outs.items()})
-    if as_json:
-        failed = "compare" in extras and not all(c.passed for c in extras["compare"]["checks"])
-        click.echo(dumps({"ok": not failed, "outputs": [
-            {"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype), "stats": stats(v)}
-            for k, v in outs.items()
-        ], "inputs": [{"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype)} for k, v in feeds.items()],
-            "inputs_note": note, "saved": output, **wb.run_extras_json(extras)}))
-        if failed:
-            sys.exit(EXIT_FAIL)
-        return
-    if not quiet:
-        for k, v in outs.items():
-            click.echo(f"{k}: shape {list(v.shape)} {element_type(v.dtype)}  {stats_text(v)}")
+    with collector_paused():  # one model run: start-up's objects live to its end (irnorm/startup.py)
+        m, feeds, note = load_and_feed(model, weights, inputs_npz, items, seed, shape_items, range_items,
+                                       quiet or as_json, max_memory, fuse=not no_fuse, save_inputs=save_inputs)
+        if compare_npz and note and not quiet:
+            _err(f"irnorm: warning: --compare {compare_npz} with random inputs (seed {seed}): the expected outputs "
+                 "must come from these very inputs (give them with --inputs, or save them with --save-inputs)")
+        for d in m.diagnostics:
+            if d.severity == "warning" and d.code not in ("IRN091", "IRN093") and not quiet and not as_json:
+                _err(d.format())
+        outs, extras = interruptible(wb.run_extras, m, feeds, cast=cast, compare_npz=compare_npz,
+                                     rtol_items=rtol_items, atol_items=atol_items, dump_dir=dump_dir,
+                                     dump_names=dump_names, profile=profile, slow_note=not (quiet or as_json))
         if output:
-            click.echo(f"saved {len(outs)} output(s) to {output}")
-    if wb.print_run_extras(extras, quiet):
-        sys.exit(EXIT_FAIL)
+            # np.savez cannot round-trip bfloat16: store it widened to float32 (exact).
+            save_npz(output, {k: v.astype(np.float32) if v.dtype.name == "bfloat16" else v for k, v in outs.items()})
+        if as_json:
+            failed = "compare" in extras and not all(c.passed for c in extras["compare"]["checks"])
+            click.echo(dumps({"ok": not failed, "outputs": [
+                {"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype), "stats": stats(v)}
+                for k, v in outs.items()
+            ], "inputs": [{"name": k, "shape": list(v.shape), "dtype": element_type(v.dtype)}
+                           for k, v in feeds.items()],
+                "inputs_note": note, "saved": output, **wb.run_extras_json(extras)}))
+            if failed:
+                sys.exit(EXIT_FAIL)
+            return
+        if not quiet:
+            for k, v in outs.items():
+                click.echo(f"{k}: shape {list(v.shape)} {element_type(v.dtype)}  {stats_text(v)}")
+            if output:
+                click.echo(f"saved {len(outs)} output(s) to {output}")
+        if wb.print_run_extras(extras, quiet):
+            sys.exit(EXIT_FAIL)
 
 
 def _run_zarr(model: str, weights: str | None, in_path: str | None, out_path: str | None, workers: int | None,
@@ -314,7 +317,9 @@ def console_main() -> None:
     Freeing Numba's type registries and LLVM state at exit takes ~0.2 s -- a quarter of a warm
     ``irnorm run``.  Nothing irnorm does relies on exit-time work (output files are written and
     renamed before the command returns), so after flushing stdout and stderr the process ends
-    with ``os._exit``.  ``main`` itself still raises SystemExit (tests and embedders call it)."""
+    with ``os._exit``.  ``main`` itself still raises SystemExit (tests and embedders call it).
+    Modules Numba imports for what a command rarely does are deferred first (irnorm/startup.py)."""
+    defer_imports()
     try:
         main()
         code: object = 0

@@ -434,13 +434,16 @@ def _cycles_per_us() -> int:
     """The time-stamp counter's rate, roughly (it only sets how long an idle worker spins)."""
     import time
 
-    c0, t0 = _tsc(), time.perf_counter()
+    read = ctypes.CFUNCTYPE(ctypes.c_int64)(_tsc.address)
+    c0, t0 = read(), time.perf_counter()
     while time.perf_counter() - t0 < 0.0002:
         pass
-    return max(1000, int((_tsc() - c0) / ((time.perf_counter() - t0) * 1e6)))
+    return max(1000, int((read() - c0) / ((time.perf_counter() - t0) * 1e6)))
 
 
-@njit(nogil=True, cache=True)
+# A C function like the pool's other two, not a dispatcher: its call types nothing (a dispatcher's first call
+# would also initialize Numba's extensions, ~20 ms of importlib.metadata: kernels/jit.py, "extensions").
+@cfunc(types.int64(), nopython=True, cache=True)
 def _tsc():  # pragma: no cover
     return _cycles()
 

@@ -1,0 +1,187 @@
+"""How the irnorm command's process starts (irnorm/startup.py): deferred modules run their code only when
+used, the collector is paused for a run and resumed by any compile, and cached kernels load without
+initializing Numba's extensions, which a compile still initializes first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "samples" / "ir" / "group_norm.xml"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("IRNORM_NUMBA_FULL_LOAD", "NUMBA_NUM_THREADS")}
+    env.update(extra)
+    return env
+
+
+def _python(script: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
+                       env=env or _env(), cwd=cwd, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+DEFER_SCRIPT = r"""
+import builtins, json, sys
+sys.path.insert(0, sys.argv[1])
+import json as _already  # imported: left alone
+import dpkg
+from irnorm.startup import defer_imports
+
+builtins.RAN = []
+done = defer_imports(("dpkg.heavy", "solo", "math", "no_such_module_xyz", "json", "nopkg.child"))
+import dpkg.heavy
+from dpkg import heavy
+import solo
+before = list(builtins.RAN)
+same = heavy is sys.modules["dpkg.heavy"] is dpkg.heavy
+value = heavy.VALUE  # the first use: its code runs now, once
+again = heavy.twice(21)
+after = list(builtins.RAN)
+try:
+    heavy.not_defined
+    missing = "no error"
+except AttributeError:
+    missing = "AttributeError"
+print(json.dumps({"done": done, "before": before, "after": after, "same": same, "value": value,
+                  "again": again, "missing": missing, "solo": solo.VALUE, "end": builtins.RAN,
+                  "type": type(heavy).__name__}))
+"""
+
+
+def test_deferred_modules_run_their_code_at_the_first_use_of_a_name(tmp_path):
+    (tmp_path / "dpkg").mkdir()
+    (tmp_path / "dpkg" / "__init__.py").write_text("")
+    (tmp_path / "dpkg" / "heavy.py").write_text(
+        "import builtins\nbuiltins.RAN.append('heavy')\nVALUE = 42\n\ndef twice(x):\n    return 2 * x\n")
+    (tmp_path / "solo.py").write_text("import builtins\nbuiltins.RAN.append('solo')\nVALUE = 'solo'\n")
+    import json
+
+    got = json.loads(_python(DEFER_SCRIPT, str(tmp_path)).strip().splitlines()[-1])
+    # math is built in, json imported already, the others absent or under a parent not imported
+    assert got["done"] == ["dpkg.heavy", "solo"]
+    assert got["before"] == []  # `import`, `from ... import` and `import a.b` alone ran nothing
+    assert got["same"] is True
+    assert got["after"] == ["heavy"] and got["value"] == 42 and got["again"] == 42
+    assert got["missing"] == "AttributeError"
+    assert got["solo"] == "solo" and got["end"] == ["heavy", "solo"]
+    assert got["type"] == "module"  # an ordinary module once its code ran
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules a `python -X importtime` process imported (its log on stderr)."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_irnorm_run_does_not_run_what_numba_imports_for_extensions(tmp_path):
+    cmd = [sys.executable, "-X", "importtime", "-m", "irnorm", "run", str(SAMPLE)]
+    subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)  # warms the cache
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("y: shape [2, 8, 5, 5] f32")
+    imported = _imported(r.stderr)
+    assert "numba" in imported and "irnorm.kernels.moments" in imported  # the log is the whole run's
+    assert not imported & {"email.message", "importlib.metadata._meta", "yaml.reader"}
+    v = subprocess.run([sys.executable, "-m", "irnorm", "--version"], capture_output=True, text=True, env=_env(),
+                       timeout=120)
+    assert v.returncode == 0 and v.stdout.startswith("irnorm, version ")  # importlib.metadata, run when used
+
+
+def test_numba_config_file_still_read_through_deferred_yaml(tmp_path):
+    pytest.importorskip("yaml")
+    (tmp_path / ".numba_config.yaml").write_text("num_threads: 1\n")
+    r = subprocess.run([sys.executable, "-m", "irnorm", "run", str(SAMPLE), "--json"], capture_output=True,
+                       text=True, env=_env(), cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    script = """
+        from irnorm.startup import defer_imports
+        print(defer_imports(("yaml",)))
+        from numba.core import config
+        print(config.NUMBA_NUM_THREADS)
+    """
+    assert _python(script, cwd=tmp_path).split() == ["['yaml']", "1"]
+
+
+COLLECTOR_SCRIPT = r"""
+import gc, sys
+sys.path.insert(0, sys.argv[1])
+import numba
+from irnorm import startup
+from irnorm.kernels import jit  # noqa: F401 - registers the compile listener
+
+with startup.collector_paused():
+    paused = not gc.isenabled()
+    numba.njit(lambda x: x + 1)(1)  # a dispatcher compiles: the collector is back
+    after_compile = gc.isenabled()
+with startup.collector_paused():
+    paused_again = not gc.isenabled()
+    import cfunc_module  # a cached C function missing from the cache: compiled, and the collector back
+    after_cfunc = gc.isenabled() and cfunc_module.plus_one.ctypes(41) == 42
+with startup.collector_paused():
+    pass
+after_block = gc.isenabled()
+gc.disable()
+with startup.collector_paused():
+    pass
+print(paused, after_compile, paused_again, after_cfunc, after_block, not gc.isenabled())
+"""
+
+
+def test_collector_paused_for_a_block_and_resumed_by_any_compile(tmp_path):
+    (tmp_path / "cfunc_module.py").write_text(
+        "from numba import cfunc, types\n\n@cfunc(types.int64(types.int64), cache=True)\n"
+        "def plus_one(x):\n    return x + 1\n")
+    out = _python(COLLECTOR_SCRIPT, str(tmp_path), env=_env(NUMBA_CACHE_DIR=str(tmp_path / "cache")))
+    assert out.split() == ["True"] * 6
+
+
+EXTENSION_SCRIPT = r"""
+import os, sys
+import numpy as np
+import irnorm
+from numba.core import entrypoints
+
+m = irnorm.load(sys.argv[1])
+m.run({m.inputs[0].name: np.ones(m.inputs[0].shape, np.float32)})
+loaded = entrypoints._already_initialized, os.path.exists(os.environ["FAKEEXT_MARK"])
+
+import numba
+
+@numba.njit
+def plus(x):
+    return x + 1
+
+plus(1)  # a compile: the extension is initialized before it
+print(*loaded, entrypoints._already_initialized, os.path.exists(os.environ["FAKEEXT_MARK"]))
+"""
+
+
+def test_cached_kernels_load_without_initializing_extensions_a_compile_does(tmp_path):
+    from irnorm.kernels import jit
+
+    if not jit.LIGHT_LOADER:
+        pytest.skip("without the light loader irnorm's kernels initialize extensions as Numba does")
+    site = tmp_path / "site"
+    dist = site / "fakeext-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeext\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[numba_extensions]\ninit = fakeext_mod:init\n")
+    (site / "fakeext_mod.py").write_text(
+        "import os\n\ndef init():\n    open(os.environ['FAKEEXT_MARK'], 'a').write('init')\n")
+    mark = tmp_path / "initialized"
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = _env(PYTHONPATH=path, FAKEEXT_MARK=str(mark))
+    _python("import irnorm, numpy as np, sys; m = irnorm.load(sys.argv[1]); "
+            "m.run({m.inputs[0].name: np.ones(m.inputs[0].shape, np.float32)})", str(SAMPLE), env=env)  # warm
+    mark.unlink(missing_ok=True)
+    out = _python(EXTENSION_SCRIPT, str(SAMPLE), env=env)
+    assert out.split() == ["False", "False", "True", "True"]
+    assert mark.read_text() == "init"
