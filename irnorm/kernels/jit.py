@@ -31,8 +31,8 @@ from numba.core.dispatcher import Dispatcher
 
 from ..startup import resume_collector
 
-__all__ = ["LAZY_BITCODE", "LIGHT_ENGINE", "LIGHT_ENVIRONMENTS", "LIGHT_LOADER", "NRT_CACHE", "PACKAGE_STAMP",
-           "THREAD_POOL", "c_array", "entry", "kernels_source_stamp", "njit", "prange", "types"]
+__all__ = ["LAZY_BITCODE", "LIGHT_ENGINE", "LIGHT_ENVIRONMENTS", "LIGHT_LOADER", "LIGHT_TYPEOF", "NRT_CACHE",
+           "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "kernels_source_stamp", "njit", "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
@@ -411,6 +411,51 @@ def _install_light_engine() -> bool:
 
 
 LIGHT_ENGINE = _install_light_engine()
+
+
+# ---- typing an array without numpy.ma ------------------------------------------------------------------------
+# Numba types an array argument (a dispatcher's first call, entry()) by first asking whether it is a
+# numpy.ma.MaskedArray (which it refuses) -- and `np.ma` imports numpy.ma: ~10 ms of a fresh `irnorm run`, for
+# a class no array can be an instance of while numpy.ma is not imported.  So until it is, the check is skipped;
+# the rest is Numba's function as it is.
+
+
+def _light_typeof_ndarray(val: Any, c: Any) -> Any:
+    if "numpy.ma" in sys.modules:  # a MaskedArray may exist: Numba's own check
+        return _ORIGINAL_TYPEOF_NDARRAY(val, c)
+    from numba.core import errors
+    from numba.np import numpy_support
+
+    try:
+        dtype = numpy_support.from_dtype(val.dtype)
+    except errors.NumbaNotImplementedError:
+        raise errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}") from None
+    return types.Array(dtype, val.ndim, numpy_support.map_layout(val), readonly=not val.flags.writeable)
+
+
+_ORIGINAL_TYPEOF_NDARRAY: Any = None
+_TYPEOF_NDARRAY_NAMES = ("isinstance", "np", "ma", "MaskedArray", "errors", "NumbaTypeError", "numpy_support",
+                         "from_dtype", "dtype", "NumbaNotImplementedError", "NumbaValueError", "map_layout", "flags",
+                         "writeable", "types", "Array", "ndim")
+
+
+def _install_light_typeof() -> bool:
+    global _ORIGINAL_TYPEOF_NDARRAY
+    if not LIGHT_LOADER:
+        return False
+    from numba.core.typing import typeof
+
+    original = typeof.typeof_impl.registry.get(np.ndarray)
+    if original is _light_typeof_ndarray:
+        return True
+    if getattr(getattr(original, "__code__", None), "co_names", None) != _TYPEOF_NDARRAY_NAMES:
+        return False  # not the function this was written against
+    _ORIGINAL_TYPEOF_NDARRAY = original
+    typeof.typeof_impl.register(np.ndarray)(_light_typeof_ndarray)
+    return True
+
+
+LIGHT_TYPEOF = _install_light_typeof()
 
 
 # ---- one source stamp for every kernel module --------------------------------------------------------
