@@ -579,6 +579,20 @@ def test_jit_engine_lets_go_of_its_empty_module_and_still_compiles(tmp_path):
         assert r.stdout.strip().splitlines()[-1] == want
 
 
+def test_jit_engine_without_modules_finalizes_without_crashing():
+    """MCJIT crashes (SIGSEGV) finalizing an engine that owns no module: the light engine's finalize waits for
+    one.  In a fresh process, before anything loads."""
+    script = ("from irnorm.kernels import jit\nfrom numba.core.codegen import JITCPUCodegen\n"
+              "cg = JITCPUCodegen('probe')\ncg._engine.finalize_object()\n"
+              "print(jit.LIGHT_ENGINE, len(cg._engine._ee._modules))")
+    env = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    from irnorm.kernels import jit
+
+    assert r.stdout.split() == ([str(jit.LIGHT_ENGINE), "0"] if jit.LIGHT_ENGINE else [str(jit.LIGHT_ENGINE), "1"])
+
+
 def test_light_engine_stays_out_of_a_numba_whose_codegen_changed(monkeypatch):
     from numba.core.codegen import JITCPUCodegen
 

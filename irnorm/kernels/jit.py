@@ -386,7 +386,20 @@ LIGHT_ENVIRONMENTS = _install_light_environments()
 
 def _light_codegen_init(self: Any, llvm_module: Any) -> None:
     _ORIGINAL_CODEGEN_INIT(self, llvm_module)
-    self._engine._ee.remove_module(llvm_module)
+    engine = self._engine
+    owned = getattr(engine._ee, "_modules", None)
+    if not (isinstance(owned, set) and llvm_module in owned):
+        return  # not the engine this was written against: it keeps the module
+    engine._ee.remove_module(llvm_module)
+    finalize = engine.finalize_object
+
+    def finalize_object() -> None:
+        # MCJIT crashes finalizing an engine that owns no module; Numba adds one before each finalize, but a
+        # finalize before any would otherwise be the first to meet an engine without the empty module
+        if owned:
+            finalize()
+
+    engine.finalize_object = finalize_object
 
 
 _ORIGINAL_CODEGEN_INIT: Any = None
