@@ -30,14 +30,38 @@ _LOCK = threading.RLock()
 
 
 class _DeferredModule(types.ModuleType):
-    """A source module whose code runs at the first look-up of a name it defines."""
+    """A source module whose code runs at the first look-up of a name it defines.  Another thread looking a name
+    up meanwhile waits for the code to finish, as it would for an import; code that fails leaves the module
+    out of sys.modules, as a failed import does."""
 
-    def __getattr__(self, name: str) -> Any:  # called only for names not set yet: before its code ran
-        with _LOCK:
+    def __getattr__(self, name: str) -> Any:  # called only for names not set yet
+        module = self.__name__
+        with _MODULE_LOCKS[module]:
             if type(self) is _DeferredModule:
-                self.__class__ = types.ModuleType  # an ordinary (partly initialized) module while its code runs
-                self.__spec__.loader.exec_module(self)
+                if module in _RUNNING:  # its own code, in this thread, asked for a name it has not set yet
+                    raise AttributeError(f"partially initialized module {module!r} has no attribute {name!r}")
+                _RUNNING.add(module)
+                try:
+                    self.__spec__.loader.exec_module(self)
+                except BaseException:
+                    _forget(module, self)
+                    raise
+                finally:
+                    _RUNNING.discard(module)
+                self.__class__ = types.ModuleType  # an ordinary module from now on
         return getattr(self, name)
+
+
+_MODULE_LOCKS: dict[str, threading.RLock] = {}
+_RUNNING: set[str] = set()
+
+
+def _forget(name: str, module: types.ModuleType) -> None:
+    if sys.modules.get(name) is module:
+        del sys.modules[name]
+    parent, _, child = name.rpartition(".")
+    if parent and getattr(sys.modules.get(parent), child, None) is module:
+        delattr(sys.modules[parent], child)
 
 
 def defer_imports(names: tuple[str, ...] = DEFERRED_MODULES) -> list[str]:
@@ -59,6 +83,7 @@ def defer_imports(names: tuple[str, ...] = DEFERRED_MODULES) -> list[str]:
             if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
                 continue
             module = importlib.util.module_from_spec(spec)
+            _MODULE_LOCKS.setdefault(name, threading.RLock())
             module.__class__ = _DeferredModule
             sys.modules[name] = module
             if parent:

@@ -76,6 +76,50 @@ def test_deferred_modules_run_their_code_at_the_first_use_of_a_name(tmp_path):
     assert got["type"] == "module"  # an ordinary module once its code ran
 
 
+THREADS_SCRIPT = r"""
+import builtins, json, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from irnorm.startup import defer_imports
+
+builtins.RAN = []
+assert defer_imports(("slow", "broken")) == ["slow", "broken"]
+import slow
+import broken
+got, errors = [], []
+
+def use():
+    try:
+        got.append(slow.VALUE)
+    except Exception as e:
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=use) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+try:
+    broken.VALUE
+    failed = "no error"
+except ZeroDivisionError:
+    failed = "ZeroDivisionError"
+print(json.dumps({"got": got, "errors": errors, "ran": builtins.RAN, "failed": failed,
+                  "broken_left": "broken" in sys.modules}))
+"""
+
+
+def test_deferred_module_runs_once_for_threads_and_a_failure_is_an_import_failure(tmp_path):
+    (tmp_path / "slow.py").write_text("import builtins, time\nbuiltins.RAN.append('slow')\ntime.sleep(0.3)\n"
+                                      "VALUE = 7\n")
+    (tmp_path / "broken.py").write_text("VALUE = 1 / 0\n")
+    import json
+
+    got = json.loads(_python(THREADS_SCRIPT, str(tmp_path)).strip().splitlines()[-1])
+    # every thread waited for the one running the module's code, which ran once
+    assert got == {"got": [7, 7, 7, 7], "errors": [], "ran": ["slow"], "failed": "ZeroDivisionError",
+                   "broken_left": False}
+
+
 def _imported(stderr: str) -> set[str]:
     """The modules a `python -X importtime` process imported (its log on stderr)."""
     return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
