@@ -133,7 +133,13 @@ def test_irnorm_run_does_not_run_what_numba_imports_for_extensions(tmp_path):
     assert r.stdout.startswith("y: shape [2, 8, 5, 5] f32")
     imported = _imported(r.stderr)
     assert "numba" in imported and "irnorm.kernels.moments" in imported  # the log is the whole run's
-    assert not imported & {"email.message", "importlib.metadata._meta", "yaml.reader"}
+    assert "yaml.reader" not in imported
+    from irnorm.kernels import TBB_NAMES
+
+    name = TBB_NAMES.get(sys.platform, "")
+    if name and any(os.path.exists(os.path.join(d, "lib", name)) for d in (sys.prefix, sys.base_prefix)):
+        # (a libtbb found elsewhere is looked up in the tbb wheel's metadata: importlib.metadata then runs)
+        assert not imported & {"email.message", "importlib.metadata._meta"}
     v = subprocess.run([sys.executable, "-m", "irnorm", "--version"], capture_output=True, text=True, env=_env(),
                        timeout=120)
     assert v.returncode == 0 and v.stdout.startswith("irnorm, version ")  # importlib.metadata, run when used
