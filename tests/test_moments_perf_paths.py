@@ -209,6 +209,53 @@ def test_row_blocks_give_the_chunk_paths_bits(dtype, center) -> None:
         assert outs[0] == outs[1] == outs[2], red
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=["f32", "f64", "f16", "bf16"])
+@pytest.mark.parametrize("red", [1, 4, 64, 2 * M.PROBE, 2 * M.PROBE + 2, 1024, M.CHUNK])
+@pytest.mark.parametrize("layout", ["row", "channel", "groups", "element_cycle"])
+@pytest.mark.parametrize("center", [True, False], ids=["mvn", "rms"])
+def test_short_rows_with_other_affine_layouts_give_the_view_paths_bits(dtype, red, layout, center) -> None:
+    """Rows of at most one chunk with an affine that is not one value an element (_short_rows_segments): an MVN
+    without an affine (one value a row), an instance norm's value per channel (rows cycling over o_mod), a
+    GroupNorm's runs over small maps (seg_len < the row), a per-element one cycling over rows -- rows_serial
+    and rows_parallel take the short-row blocks (rows_parallel up to 2 * PROBE), rows_split the row views: the
+    same bits, with zero-variance, huge-mean, tiny (float64 redo), inf and NaN rows at a block's edges, and the
+    values match float64."""
+    o_mod, seg = {"row": (1, red), "channel": (3, red), "groups": (2, red // 2 if red % 2 == 0 else 1),
+                  "element_cycle": (2, 1)}[layout]  # groups: a group of two maps a row
+    outer = 2 * M.SHORT_BLOCK + 7
+    rng = np.random.default_rng(red)
+    x = (rng.standard_normal((outer, red)) * 3 + 2).astype(dtype)
+    x[1] = 7
+    x[2] = (rng.standard_normal(red) + 3e4).astype(dtype)
+    if np.dtype(dtype).itemsize >= 4 or dtype is BF16:
+        x[3] *= 1e-30
+    x[M.SHORT_BLOCK - 1, red // 2] = np.inf
+    x[M.SHORT_BLOCK, 0] = np.nan
+    if red > M.PROBE:
+        x[5, :M.PROBE] += 40
+    xk = M._kernel_view(x)
+    assert M._short_rows_segments(xk, False) and not M._short_rows_apply(xk, center, False, seg, o_mod) or (
+        o_mod == 1 and seg == 1)
+    t = np.float64 if dtype == np.float64 else np.float32
+    sc, bi = _kernel_args(x, seg, o_mod, t)
+    outs = []
+    for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
+        y = np.empty_like(xk)
+        kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, o_mod, seg, False, M._NO_STATS[0], M._NO_STATS[0])
+        outs.append(y.tobytes())
+    assert outs[0] == outs[1] == outs[2]
+    y = np.frombuffer(outs[0], xk.dtype).view(x.dtype).reshape(x.shape).astype(np.float64)
+    ok = np.ones(outer, bool)
+    ok[[3, M.SHORT_BLOCK - 1, M.SHORT_BLOCK]] = False
+    assert np.isnan(y[M.SHORT_BLOCK]).all()
+    k = ((np.arange(outer)[:, None] % o_mod) * (red // seg) + np.arange(red)[None, :] // seg)[ok]
+    xd = x.astype(np.float64)[ok]
+    d = xd - xd.mean(1, keepdims=True) if center else xd
+    want = d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5) * sc.astype(np.float64)[k] + bi.astype(np.float64)[k]
+    tol = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 5e-5}.get(np.dtype(dtype), 2e-2)
+    np.testing.assert_allclose(y[ok], want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 def test_strided_kernels_agree_bit_for_bit(dtype) -> None:
     """Serial or parallel, any column-block width: a column's arithmetic is its own."""
