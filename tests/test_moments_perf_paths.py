@@ -214,10 +214,10 @@ def test_row_blocks_give_the_chunk_paths_bits(dtype, center) -> None:
 @pytest.mark.parametrize("layout", ["row", "channel", "groups", "element_cycle"])
 @pytest.mark.parametrize("center", [True, False], ids=["mvn", "rms"])
 def test_short_rows_with_other_affine_layouts_give_the_view_paths_bits(dtype, red, layout, center) -> None:
-    """Rows of at most one chunk with an affine that is not one value an element (_short_rows_segments): an MVN
-    without an affine (one value a row), an instance norm's value per channel (rows cycling over o_mod), a
-    GroupNorm's runs over small maps (seg_len < the row), a per-element one cycling over rows -- rows_serial
-    and rows_parallel take the short-row blocks (rows_parallel up to 2 * PROBE), rows_split the row views: the
+    """Rows of up to SEGMENT_BLOCK_COLS with an affine that is not one value an element (_short_rows_segments):
+    an MVN without an affine (one value a row), an instance norm's value per channel (rows cycling over o_mod),
+    a GroupNorm's runs over small maps (seg_len < the row), a per-element one cycling over rows -- rows_serial
+    and rows_parallel take the short-row blocks, rows_split the row views (as longer rows do everywhere): the
     same bits, with zero-variance, huge-mean, tiny (float64 redo), inf and NaN rows at a block's edges, and the
     values match float64."""
     o_mod, seg = {"row": (1, red), "channel": (3, red), "groups": (2, red // 2 if red % 2 == 0 else 1),
@@ -234,8 +234,8 @@ def test_short_rows_with_other_affine_layouts_give_the_view_paths_bits(dtype, re
     if red > M.PROBE:
         x[5, :M.PROBE] += 40
     xk = M._kernel_view(x)
-    assert M._short_rows_segments(xk, False) and not M._short_rows_apply(xk, center, False, seg, o_mod) or (
-        o_mod == 1 and seg == 1)
+    # the blocks up to SEGMENT_BLOCK_COLS (a per-element affine: the LayerNorm path), row by row beyond
+    assert M._short_rows_segments(xk, False) == (red <= M.SEGMENT_BLOCK_COLS)
     t = np.float64 if dtype == np.float64 else np.float32
     sc, bi = _kernel_args(x, seg, o_mod, t)
     outs = []

@@ -469,13 +469,20 @@ def _short_rows_apply(x, center, want, seg_len, o_mod):
     return not want and seg_len == 1 and o_mod == 1 and x.shape[1] <= _chunk_len(x)
 
 
+# Rows of at most this many elements with another affine layout take the blocks of rows (_short_rows_segments).
+# Row by row (_row_task: two row views and the statistics' calls a row) an MVN without an affine over [197, 64]
+# took 36.2 us against a LayerNorm's 7.0, in blocks 12.9; an instance norm's [64, 64] 14.6 -> 5.4.  Longer
+# rows keep _apply_span's vectorized views (one GroupNorm row of 2048 in runs of 64: 1.6 us that way, 2.5 in
+# the blocks' element loops; 32 rows of 512: 9.5 against 12.3; Sapphire Rapids Xeon).
+SEGMENT_BLOCK_COLS = 256
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _short_rows_segments(x, want):
     """The short-row blocks apply with another affine layout (_block_apply_segments): no statistics wanted,
-    rows of at most one chunk -- an MVN without an affine (one value a row), an instance norm's per-channel
-    one, a GroupNorm's over small maps.  Row views per row had cost 5x the per-element path's time: an MVN
-    over [197, 64] 34.9 us against a LayerNorm's 7.0 (Sapphire Rapids Xeon)."""
-    return not want and x.shape[1] <= _chunk_len(x)
+    rows of at most SEGMENT_BLOCK_COLS elements -- an MVN without an affine (one value a row), an instance
+    norm's per-channel one, a GroupNorm's over small maps."""
+    return not want and x.shape[1] <= SEGMENT_BLOCK_COLS
 
 
 @njit(nogil=True, cache=True, inline="always", error_model="numpy")
@@ -504,7 +511,7 @@ def rows_parallel(x, out, center, mode, eps, scale, bias, o_mod, seg_len, want, 
             _short_block(x, out, r0, min(rows, r0 + rb), center, mode, eps, scale, bias,
                          np.empty((5, SHORT_BLOCK), scale.dtype))
         return
-    if _short_rows_segments(x, want) and x.shape[1] <= 2 * PROBE:
+    if _short_rows_segments(x, want):
         rows = x.shape[0]
         rb = _block_rows(x)
         for b in prange((rows + rb - 1) // rb):
