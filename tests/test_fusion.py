@@ -514,6 +514,51 @@ def test_group_norm_activation_is_one_step(tmp_path, act, bias, dtype, dynamic, 
         compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(dtype)})
 
 
+@pytest.mark.parametrize("act, shape, dtype, kernel", [
+    ("swish", (1, 16, 8, 8), np.float32, "rows_serial"),  # blocks of short rows
+    ("gelu_erf", (1, 4, 40, 40), np.float32, "rows_serial"),  # rows of 3200: a row's chunks one by one
+    ("gelu_erf", (2, 8, 30, 30), np.float64, "rows_parallel"),  # a task per row
+    ("gelu_erf", (4, 256, 8, 8), np.float32, "rows_parallel"),  # blocks of short rows on the pool
+    ("swish", (1, 8, 72, 72), np.float32, "rows_split"),  # four long rows: (row, chunk) tasks
+    ("relu", (1, 8, 72, 72), np.float64, "rows_split"),
+])
+def test_group_norm_activation_runs_in_the_engine(tmp_path, act, shape, dtype, kernel):
+    """With no Add between them, the moments engine applies the activation to each chunk it writes (no
+    pass of its own over the output: the epilogue kernels are not called), in every row kernel, bit-identical
+    to the unfused layers -- NaN, infinities and constant groups included, the bound entry point's calls too."""
+    from irnorm.kernels import activation, moments
+
+    rng = np.random.default_rng(shape[-1] + len(act))
+    xml = save(_group_norm_net(act, False, dtype, False, rng, shape), tmp_path, "gn")
+    n, c = shape[:2]
+    spatial = int(np.prod(shape[2:]))
+    code = activation.CODES[act]
+    serial_max = moments.PARALLEL_MIN if activation.is_cheap(code) else moments.EPILOGUE_PARALLEL_MIN
+    plan = moments._plan((n * c // 2, 2 * spatial), np.dtype(dtype), (1,), spatial, c // 2, np.dtype(dtype),
+                         serial_max)
+    assert plan.kern.__name__ == kernel  # the case covers the kernel it names
+
+    def no_second_pass(*args, **kwargs):
+        raise AssertionError("the activation ran as a pass of its own")
+
+    plain = irnorm.load(xml, fuse=False)
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("bias_activation_plan", "bias_activation", "bias_residual_plan"):
+            mp.setattr(activation, name, no_second_pass)
+        fused = irnorm.load(xml)
+        assert [f[0] for f in fused.fused_steps] == ["GroupNormalization+" + {"swish": "Swish", "gelu_erf": "Gelu",
+                                                                             "relu": "Relu"}[act]]
+        x = rng.standard_normal(shape).astype(dtype)
+        x[0, 0] = np.nan  # a NaN group
+        x[-1, -1] = 3.0  # a constant group: zero variance
+        x.reshape(-1)[-1] = np.inf
+        for feed in (x, rng.standard_normal(shape).astype(dtype) * 100 + 1e4, x):
+            want = plain.run({"x": feed})["y"]
+            for _ in range(3):  # the third call through the bound entry point
+                got = fused.run({"x": feed})["y"]
+                assert got.tobytes() == want.tobytes()
+
+
 def test_group_norm_activation_with_a_scale_input(tmp_path):
     """The GroupNormalization's scale a model input (not a constant): still one step, its operands passed
     through, bit-identical to the unfused graph."""

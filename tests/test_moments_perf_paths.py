@@ -110,7 +110,7 @@ def test_row_kernels_agree_bit_for_bit(dtype, center, mode) -> None:
     for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
         y = np.empty_like(xk)
         s, m = np.zeros(outer), np.zeros(outer)
-        kern(xk, y, center, mode, 1e-5, sc, bi, o_mod, seg, True, s, m)
+        kern(xk, y, center, mode, 1e-5, sc, bi, o_mod, seg, True, s, m, None)
         outs.append((y.tobytes(), s.tobytes(), m.tobytes()))
     assert outs[0] == outs[1] == outs[2]
     # and the values are right
@@ -154,13 +154,13 @@ def test_short_rows_path_serial_and_parallel(dtype, red, center) -> None:
     outs = []
     for kern in (M.rows_serial, M.rows_parallel):
         y = np.empty_like(xk)
-        kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0])
+        kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0], None)
         outs.append(y)
     assert outs[0].tobytes() == outs[1].tobytes()
     for o in (0, 1, 2, 3, b - 1, b, b + 1, outer - 1):  # a row gives the same bits alone as in its block
         alone = np.empty_like(xk[o:o + 1])
         M.rows_serial(xk[o:o + 1], alone, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0],
-                      M._NO_STATS[0])
+                      M._NO_STATS[0], None)
         assert alone.tobytes() == outs[0][o:o + 1].tobytes(), o
     y = outs[0].view(x.dtype).astype(np.float64)
     xd = x.astype(np.float64)
@@ -204,7 +204,7 @@ def test_row_blocks_give_the_chunk_paths_bits(dtype, center) -> None:
         outs = []
         for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
             y = np.empty_like(xk)
-            kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0])
+            kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, 1, 1, False, M._NO_STATS[0], M._NO_STATS[0], None)
             outs.append(y.tobytes())
         assert outs[0] == outs[1] == outs[2], red
 
@@ -241,7 +241,7 @@ def test_short_rows_with_other_affine_layouts_give_the_view_paths_bits(dtype, re
     outs = []
     for kern in (M.rows_serial, M.rows_parallel, M.rows_split):
         y = np.empty_like(xk)
-        kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, o_mod, seg, False, M._NO_STATS[0], M._NO_STATS[0])
+        kern(xk, y, center, M.INSIDE_SQRT, 1e-5, sc, bi, o_mod, seg, False, M._NO_STATS[0], M._NO_STATS[0], None)
         outs.append(y.tobytes())
     assert outs[0] == outs[1] == outs[2]
     y = np.frombuffer(outs[0], xk.dtype).view(x.dtype).reshape(x.shape).astype(np.float64)

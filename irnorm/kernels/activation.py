@@ -60,6 +60,11 @@ _CHEAP = frozenset((RELU, HSWISH, HSIGMOID, HARD_SIGMOID, PRELU_SCALAR, FLOOR, C
                     ROUND_AWAY))
 
 
+def is_cheap(code: int) -> bool:
+    """Whether activation `code` is piecewise linear (a compare or two an element: memory-bound)."""
+    return code in _CHEAP
+
+
 def parallel_min(code: int) -> int:
     """Elements from which a pass with activation `code` (-1: none, a bias or residual add alone) runs on
     several threads: CHEAP_PARALLEL_MIN for a memory-bound pass, PARALLEL_MIN for one with an exp, erf
@@ -229,7 +234,7 @@ def _apply_body(code, x, o, p0, p1, k):  # noqa: C901 - one branch per op, each 
 
 
 _apply = njit(**_JIT)(_apply_body)
-# The same loops inlined into _apply_in_place, where x and o are one array: LLVM then sees one pointer.  Passed the
+# The same loops inlined into activate_in_place, where x and o are one array: LLVM then sees one pointer.  Passed the
 # same array as two arguments, _apply's loops take LLVM's run-time overlap check, which sends every element down
 # the scalar loop (a Swish over 16K elements in place: 43 us, against 6.8 inlined; callers with two distinct arrays
 # or a staging buffer are not affected).  Not cached on its own: only its callers' code is.
@@ -237,7 +242,7 @@ _apply_inlined = njit(inline="always", nogil=True, error_model="numpy")(_apply_b
 
 
 @njit(**_JIT)
-def _apply_in_place(code, y, p0, p1, k):
+def activate_in_place(code, y, p0, p1, k):
     """y[i] = f(y[i]) over flat y, vectorized (_apply_inlined): the epilogues with no bias to add."""
     _apply_inlined(code, y, y, p0, p1, k)
 
@@ -250,6 +255,13 @@ def constants(dtype) -> np.ndarray:
 
 _K32 = constants(np.float32)
 _K64 = constants(np.float64)
+
+
+def epilogue_args(code: int, p0: float, p1: float, dtype: np.dtype) -> tuple:
+    """Activation `code` with its parameters as a kernel's fused-epilogue argument for data of `dtype`
+    (float32 or float64): (code, p0, p1, constants), each in the type activate_in_place computes in."""
+    ftype = np.dtype(dtype).type
+    return (np.int64(code), ftype(p0), ftype(p1), _K64 if np.dtype(dtype) == np.float64 else _K32)
 
 
 # ---- float16 / bfloat16 bits <-> float32, per block --------------------------------------------
@@ -461,7 +473,7 @@ def _bias_act_rows(code, y, bias, c_count, r0, r1, p0, p1, k):
     `code` (none when negative)."""
     if bias.shape[0] == 0:  # the activation alone: the rows are one run, activated in place
         if code >= 0 and r1 > r0:
-            _apply_in_place(code, y[r0:r1].reshape(-1), p0, p1, k)
+            activate_in_place(code, y[r0:r1].reshape(-1), p0, p1, k)
         return
     buf = np.empty(min(_ACT_CHUNK, y.shape[1]), y.dtype)
     for r in range(r0, r1):
@@ -494,7 +506,7 @@ def _bias_act_short_rows(code, y, bias, c_count, per_column, r0, r1, p0, p1, k):
         return
     if not has_bias:  # the activation alone: the rows are one run, activated in place
         if r1 > r0:
-            _apply_in_place(code, y[r0:r1].reshape(-1), p0, p1, k)
+            activate_in_place(code, y[r0:r1].reshape(-1), p0, p1, k)
         return
     per = max(1, _ACT_CHUNK // inner)
     buf = np.empty(per * inner, y.dtype)
@@ -521,7 +533,7 @@ def _bias_act_flat(code, y, bias, per_element, p0, p1, k):
     """y[i] = f(y[i] + bias[i]) (per_element, chunk by chunk: _add_activate) or f(y[i]) in place over flat y."""
     if not per_element:
         if code >= 0:
-            _apply_in_place(code, y, p0, p1, k)
+            activate_in_place(code, y, p0, p1, k)
         return
     buf = np.empty(min(_ACT_CHUNK, y.shape[0]), y.dtype)
     _add_activate(code, y, bias, k[0], per_element, buf, p0, p1, k)

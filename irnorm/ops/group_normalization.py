@@ -56,11 +56,16 @@ class GroupNormalization(Op):
                 raise fail("IRN023", f"C={c} channels are not divisible by num_groups={g}")
         return [TensorInfo(x.shape, t)]
 
-    def build(self, ctx: NodeContext):
+    def build(self, ctx: NodeContext, activation: tuple[int, float, float] | None = None):
+        """The kernel on [data, scale, bias].  With an `activation` (code, p0, p1: kernels.activation's codes;
+        a planner fusion, float32/float64 data), the output is that activation of the normalized values,
+        applied by the moments engine as each chunk is written."""
         from ..kernels import moments  # lazy: validate and --help never import numba
 
         g = ctx.attrs["num_groups"]
         eps = float(ctx.attrs["epsilon"])
+        if activation is not None:
+            from ..kernels.activation import bias_activation
 
         def rows(x: np.ndarray) -> tuple[tuple[int, int], int | None]:
             """(N*G, C/G * spatial) rows, and the per-channel affine's run length (`spatial` elements)."""
@@ -73,6 +78,8 @@ class GroupNormalization(Op):
             shape, seg_len = rows(x)
             y = moments.normalize(x.reshape(shape), [1], moments.INSIDE_SQRT, eps, scale=scale, bias=bias, o_mod=g,
                                   seg_len=seg_len, out_dtype=x.dtype)
+            if activation is not None and y.size:  # scale or bias computed: the activation in place, a pass of its own
+                y = bias_activation(y.reshape(x.shape), None, *activation)
             return [y.reshape(x.shape)]
 
         if ctx.inputs[1].value is None or ctx.inputs[2].value is None:
@@ -91,7 +98,8 @@ class GroupNormalization(Op):
                     return general(ins)
                 shape, seg_len = rows(x)
                 kernel = moments.normalizer(shape, x.dtype, [1], moments.INSIDE_SQRT, eps, scale=ins[1],
-                                            bias=ins[2], o_mod=g, seg_len=seg_len, out_dtype=x.dtype)
+                                            bias=ins[2], o_mod=g, seg_len=seg_len, out_dtype=x.dtype,
+                                            activation=activation)
 
                 def norm(v: np.ndarray, kernel=kernel, shape=shape) -> np.ndarray:
                     return kernel(v.reshape(shape)).reshape(v.shape)

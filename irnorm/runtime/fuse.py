@@ -582,9 +582,10 @@ def _with_residual(kernel: Kernel, bias: np.ndarray | None, code: int, p0: float
 
 def norm_activation(fc: FuseContext, node: Node) -> Fusion | None:
     """GroupNormalization -> an activation (ReLU, Swish, Gelu, ...; an Add of a per-channel constant
-    between them is taken too), on f32/f64 data: the activation runs in place on the normalized output
-    while it is still in cache, one step instead of two (pre-activation ResNets write GroupNorm + ReLU,
-    diffusion UNets GroupNorm + Swish, wav2vec2's feature encoder GroupNorm + Gelu)."""
+    between them is taken too), on f32/f64 data, one step instead of two (pre-activation ResNets write
+    GroupNorm + ReLU, diffusion UNets GroupNorm + Swish, wav2vec2's feature encoder GroupNorm + Gelu): the
+    moments engine applies the activation to each chunk of the output as it writes it, while it is in L1;
+    with an Add between them, the Add and the activation run in place on the normalized output."""
     if node.op_type != "GroupNormalization" or any(s is None for s in node.sources):
         return None
     y = node.outputs[0]
@@ -593,9 +594,12 @@ def norm_activation(fc: FuseContext, node: Node) -> Fusion | None:
     nodes, bias, code, p0, p1 = _bias_and_activation(fc, node, 1)
     if code < 0:
         return None
-    norm = node.op.build(NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1))
-    return Fusion(nodes, [tuple(s) for s in node.sources], _with_epilogue(norm, bias, code, p0, p1),
-                  "+".join(n.op_type for n in nodes))
+    ctx = NodeContext(node.layer, node.attrs, [fc.info(tuple(s)) for s in node.sources], 1)
+    label = "+".join(n.op_type for n in nodes)
+    if bias is None:  # the moments engine activates each chunk as it writes it (no second pass)
+        return Fusion(nodes, [tuple(s) for s in node.sources], node.op.build(ctx, (code, p0, p1)), label)
+    return Fusion(nodes, [tuple(s) for s in node.sources], _with_epilogue(node.op.build(ctx), bias, code, p0, p1),
+                  label)
 
 
 def residual_activation(fc: FuseContext, node: Node) -> Fusion | None:
