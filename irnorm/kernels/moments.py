@@ -70,7 +70,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import PARALLEL_MIN
-from .activation import activate_in_place, epilogue_args, is_cheap
 from .halfprec import cast_like, is_normal, load, store
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
@@ -316,6 +315,21 @@ def _finish_row(o, mean, m2, red, mode, eps, want, shift_out, mult_out, like):
         mult_out[o] = mult
     hi, lo = _split(mean, like)
     return hi, lo, cast_like(mult, like)
+
+
+# kernels.activation's activate_in_place, bound by _activation() before the first kernel with an epilogue is
+# made (an import of its own, ~11 ms: the sample's start-up needs no activation).  The plain kernels never read
+# it: their `epi is not None` branch is pruned before typing.
+activate_in_place: Any = None
+
+
+def _activation() -> Any:
+    """kernels.activation, imported now, its activate_in_place bound for _epilogue."""
+    global activate_in_place
+    from . import activation
+
+    activate_in_place = activation.activate_in_place
+    return activation
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -971,23 +985,24 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
     only): that activation of the normalized values, as the row kernels' epilogue (the same bits as
     activating the result afterwards)."""
     out_dtype = np.dtype(x_dtype if out_dtype is None else out_dtype)
-    serial_max = PARALLEL_MIN if activation is None or is_cheap(activation[0]) else EPILOGUE_PARALLEL_MIN
+    acts = None if activation is None else _activation()
+    serial_max = PARALLEL_MIN if acts is None or acts.is_cheap(activation[0]) else EPILOGUE_PARALLEL_MIN
     p = _plan(tuple(shape), np.dtype(x_dtype), tuple(axes), seg_len, o_mod, out_dtype, serial_max)
-    if activation is not None:
+    if acts is not None:
         if out_dtype not in COMPUTE_DTYPES:
             raise ValueError(f"a fused activation needs a float32 or float64 result, not {out_dtype}")
         if p.block != 0 or p.perm is not None or p.y_dtype != out_dtype:
             # not the row kernels (reduced axes not last): the activation as a pass over the result
             plain_norm = normalizer(shape, x_dtype, axes, mode, eps, center=center, scale=scale, bias=bias,
                                     o_mod=o_mod, seg_len=seg_len, out_dtype=out_dtype)
-            code, a0, a1, k = epilogue_args(*activation, out_dtype)
+            code, a0, a1, k = acts.epilogue_args(*activation, out_dtype)
 
             def then_activate(x: np.ndarray) -> np.ndarray:
                 y = plain_norm(x)
-                activate_in_place(code, y.reshape(-1), a0, a1, k)
+                acts.activate_in_place(code, y.reshape(-1), a0, a1, k)
                 return y
             return then_activate
-    epi = None if activation is None else epilogue_args(*activation, out_dtype)
+    epi = None if acts is None else acts.epilogue_args(*activation, out_dtype)
     cdt = p.cdt
     sv = _const_vector(1.0, cdt, p.n_aff) if scale is None else _vector(scale, cdt)
     bv = _const_vector(0.0, cdt, p.n_aff) if bias is None else _vector(bias, cdt)
