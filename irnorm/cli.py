@@ -12,7 +12,7 @@ import sys
 import click
 
 from .errors import MAX_LISTED, IrnormError
-from .startup import collector_paused, defer_imports
+from .startup import collector_paused, defer_imports, ending_after_command
 from .workbench.args import fuse_option, input_options, load_and_feed, max_memory_option
 from .workbench.commands import COMMANDS
 
@@ -318,8 +318,10 @@ def console_main() -> None:
     ``irnorm run``.  Nothing irnorm does relies on exit-time work (output files are written and
     renamed before the command returns), so after flushing stdout and stderr the process ends
     with ``os._exit``.  ``main`` itself still raises SystemExit (tests and embedders call it).
-    Modules Numba imports for what a command rarely does are deferred first (irnorm/startup.py)."""
+    Modules Numba imports for what a command rarely does are deferred first, and a collector paused for
+    a run stays paused to the end (irnorm/startup.py)."""
     defer_imports()
+    ending_after_command()
     try:
         main()
         code: object = 0
