@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["DEFERRED_MODULES", "collector_paused", "defer_imports", "ending_after_command", "pause_collector",
-           "resume_collector"]
+           "process_ends_after_command", "resume_collector"]
 
 DEFERRED_MODULES = ("importlib.metadata", "yaml")
 _LOCK = threading.RLock()
@@ -105,6 +105,11 @@ def ending_after_command() -> None:
     collector_paused() block then leaves the collector paused (a compile still resumes it)."""
     global _process_ends
     _process_ends = True
+
+
+def process_ends_after_command() -> bool:
+    """Whether ending_after_command() was called: this is the ``irnorm`` command's own process."""
+    return _process_ends
 
 
 def pause_collector() -> bool:

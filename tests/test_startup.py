@@ -135,6 +135,7 @@ def test_irnorm_run_does_not_run_what_numba_imports_for_extensions(tmp_path):
     imported = _imported(r.stderr)
     assert "numba" in imported and "irnorm.kernels.moments" in imported  # the log is the whole run's
     assert "yaml.reader" not in imported
+    assert "multiprocessing" not in imported  # Numba's start-up lock: a thread lock in the command's process
     from irnorm.kernels import TBB_NAMES
 
     name = TBB_NAMES.get(sys.platform, "")
@@ -144,6 +145,18 @@ def test_irnorm_run_does_not_run_what_numba_imports_for_extensions(tmp_path):
     v = subprocess.run([sys.executable, "-m", "irnorm", "--version"], capture_output=True, text=True, env=_env(),
                        timeout=120)
     assert v.returncode == 0 and v.stdout.startswith("irnorm, version ")  # importlib.metadata, run when used
+
+
+def test_a_library_process_keeps_numbas_start_up_lock():
+    """Outside the irnorm command's process Numba's threading layer starts under its own multiprocessing lock,
+    as Numba made it (a library user's process may fork while another thread starts the layer)."""
+    script = """
+        import irnorm.kernels.jit
+        from numba.np.ufunc import parallel
+        print(type(parallel._backend_init_process_lock).__module__)
+    """
+    # (a multiprocessing RLock under the "fork" start method, Numba's no-op lock under the others)
+    assert _python(script).strip() in ("multiprocessing.synchronize", "numba.np.ufunc.parallel")
 
 
 def test_numba_config_file_still_read_through_deferred_yaml(tmp_path):

@@ -38,6 +38,8 @@ from llvmlite import ir
 from numba import cfunc, njit, types
 from numba.core.extending import intrinsic
 
+from ..startup import process_ends_after_command
+
 # Slots of the control block (int64), the contended ones on cache lines of their own.
 SEQ = 0  # loop generation: bumped to publish a loop; the futex word sleepers wait on (its low 32 bits)
 FN, ARGS, DIMS, STEPS, DATA, ARG_LEN, ARRAY_COUNT, ITEMS = 1, 2, 3, 4, 5, 6, 7, 8
@@ -413,6 +415,11 @@ def install() -> bool:
             return False
         from numba.np.ufunc import parallel
 
+        if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
+            # Numba guards its layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork
+            # that another thread might make meanwhile.  The irnorm command's process forks no child: a thread
+            # lock does, without importing multiprocessing (~5 ms of the sample's run).
+            parallel._backend_init_process_lock = threading.RLock()
         parallel._launch_threads()  # Numba's layer first: its scheduling and thread-count functions stay
         libc = ctypes.CDLL(None)
         CTRL[SYSCALL] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
