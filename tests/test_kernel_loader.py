@@ -292,6 +292,43 @@ def test_environments_of_numba_modules_rebuilt_light_still_pickle_as_numbas(tmp_
         assert r.stdout.split()[0] == "45.0"
 
 
+HASH_SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import irnorm.kernels.jit
+before = "numba.cpython.hashing" in sys.modules
+import hash_kernel
+print(hash_kernel.string_hash("irnorm") == hash("irnorm"), before, "numba.cpython.hashing" in sys.modules)
+"""
+HASH_KERNEL = """
+from numba import njit
+
+
+@njit(cache=True)
+def string_hash(s):
+    return hash(s)
+"""
+
+
+def test_code_reading_the_hash_secret_loads_with_its_symbols(tmp_path):
+    """A cached function hashing a string names CPython's hash secret through symbols numba.cpython.hashing
+    installs: the light loader imports it before loading such code (a process loading none does not), and the
+    hash is CPython's -- compiled, then loaded light, then Numba's way."""
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "hash_kernel.py").write_text(HASH_KERNEL)
+    base = {k: v for k, v in os.environ.items() if k != "IRNORM_NUMBA_FULL_LOAD"}
+    base["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    subprocess.run([sys.executable, "-c", "import irnorm.kernels.jit"], env=base, timeout=600, check=True)  # cached
+    for extra in ({}, {}, {"IRNORM_NUMBA_FULL_LOAD": "1"}):  # compile + save, load light, load Numba's way
+        r = subprocess.run([sys.executable, "-c", HASH_SCRIPT, str(tmp_path / "mod")], capture_output=True,
+                           text=True, timeout=600, env={**base, **extra})
+        assert r.returncode == 0, r.stderr[-3000:]
+        same, before, after = r.stdout.split()
+        assert same == "True" and after == "True", r.stdout
+        if _tested_numba() and not extra:
+            assert before == "False"  # not at irnorm's import: only for code that names the symbols
+
+
 def test_loader_stays_out_of_a_numba_it_was_not_written_for(monkeypatch):
     from numba.core import caching
 

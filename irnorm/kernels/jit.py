@@ -74,8 +74,6 @@ def _install() -> bool:
         return True
     if not _EXPECTED_NAMES <= set(getattr(getattr(original, "__code__", None), "co_names", ())):
         return False
-    import numba.cpython.hashing  # noqa: F401 - installs the hash-secret symbols cached code may use
-
     caching.Cache.load_overload = _light_load_overload
     return True
 
@@ -267,13 +265,25 @@ def elf_defined_symbols(obj: bytes) -> set[str] | None:
         return None
 
 
+# Code hashing a string reads CPython's hash secret through symbols numba.cpython.hashing installs at its import
+# (~2.5 ms, with numba.cpython.randomimpl): imported before loading code that names them, not for every process.
+_HASH_SECRET = b"_numba_hashsecret_"
+
+
+def _hash_secret_symbols() -> None:
+    import numba.cpython.hashing  # noqa: F401 - installs the hash-secret symbols
+
+
 def _lazy_unserialize(cls: Any, codegen: Any, state: Any) -> Any:
     """CPUCodeLibrary._unserialize for object code, without parsing the bitcode (above)."""
     name, kind, data = state
     symbols = elf_defined_symbols(data[0]) if kind == "object" else None
     if symbols is None:
+        _hash_secret_symbols()  # what it loads is not looked into
         return _ORIGINAL_UNSERIALIZE(cls, codegen, state)
     object_code, shared_bitcode = data
+    if _HASH_SECRET in object_code:
+        _hash_secret_symbols()
     self = codegen.create_library(name)
     self.enable_object_caching()
     self._set_compiled_object(object_code)
@@ -322,6 +332,8 @@ def _install_lazy_bitcode() -> bool:
 
 
 LAZY_BITCODE = _install_lazy_bitcode()
+if LIGHT_LOADER and not LAZY_BITCODE:  # the code loaded is not looked into: the symbols it may name, now
+    _hash_secret_symbols()
 
 
 # ---- environments of Numba's own inlined code ------------------------------------------------------------
