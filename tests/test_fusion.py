@@ -104,6 +104,51 @@ def test_layer_norm_over_a_dynamic_dim_is_not_fused(tmp_path):
     compare_with_openvino(dyn, {"x": x})
 
 
+def _norm_activation_net(shape, axes, act, rng, with_act=True):
+    """MVN-6 over `axes` + Multiply + Add by constants varying along axis 1 (an exported InstanceNorm) or the
+    last axis (a LayerNorm), then an activation."""
+    x = op1.parameter(list(shape), np.float32, name="x")
+    y = op6.mvn(x, op1.constant(np.array(axes, np.int64)), True, 1e-5, "inside_sqrt")
+    along = [1, shape[1]] + [1] * (len(shape) - 2) if axes != [-1] else [shape[-1]]
+    y = op1.multiply(y, op1.constant(rng.standard_normal(along).astype(np.float32)))
+    y = op1.add(y, op1.constant(rng.standard_normal(along).astype(np.float32)))
+    if with_act:
+        y = {"relu": lambda v: op1.relu(v), "swish": lambda v: op4.swish(v),
+             "leaky": lambda v: op1.prelu(v, op1.constant(np.array([0.01], np.float32))),
+             "gelu_erf": lambda v: op7.gelu(v, "erf")}[act](y)
+    return _model(_named(y, "y"), [x])
+
+
+@pytest.mark.parametrize("shape, axes, act", [
+    ((1, 8, 12, 12), [2, 3], "relu"),  # an InstanceNorm + ReLU: rows of one channel's map, one thread
+    ((2, 16, 40, 40), [2, 3], "leaky"),  # + LeakyReLU (PRelu with one slope), on the pool
+    ((1, 32, 24, 24), [2, 3], "swish"),  # from EPILOGUE_PARALLEL_MIN on the pool
+    ((2, 7, 96), [-1], "gelu_erf"),  # a LayerNorm + Gelu: the short-row blocks
+    ((1, 16, 8, 8), [1], "relu"),  # across channels: the strided kernels, the activation a pass after them
+])
+def test_mvn_affine_activation_is_one_step(tmp_path, shape, axes, act):
+    """MVN + Multiply + Add + an activation, on f32 data: one step whose activation is the moments engine's
+    epilogue -- bit-identical to the fused normalization without the activation followed by the activation
+    layer's own kernel, and within the fusion's tolerance of the unfused layers and of OpenVINO."""
+    from irnorm.kernels import activation
+
+    rng = np.random.default_rng(shape[1] + len(act))
+    xml = save(_norm_activation_net(shape, axes, act, np.random.default_rng(9)), tmp_path, "n")
+    bare = save(_norm_activation_net(shape, axes, act, np.random.default_rng(9), with_act=False), tmp_path, "b")
+    name = {"relu": "Relu", "swish": "Swish", "leaky": "PRelu", "gelu_erf": "Gelu"}[act]
+    fused = _check(xml, {"x": rng.standard_normal(shape).astype(np.float32)}, f"MVN+Multiply+Add+{name}",
+                   np.float32)
+    norm = irnorm.load(bare)
+    code, p0 = {"relu": (activation.RELU, 0.0), "swish": (activation.SWISH, 1.0), "leaky": (activation.PRELU_SCALAR,
+                0.01), "gelu_erf": (activation.GELU_ERF, 0.0)}[act]
+    x = (rng.standard_normal(shape) * 3 + 100).astype(np.float32)
+    x.reshape(-1)[:3] = [np.nan, np.inf, 0.0]
+    want = activation.unary(code, norm.run({"x": x})["y"], p0)
+    for _ in range(3):  # the first call plans, the third runs through the bound entry point
+        assert fused.run({"x": x})["y"].tobytes() == want.tobytes()
+    compare_with_openvino(xml, {"x": rng.standard_normal(shape).astype(np.float32)})
+
+
 def test_mvn_multiply_without_add(tmp_path):
     rng = np.random.default_rng(2)
     xml = save(_layer_norm((2, 4, 8), np.float32, False, with_bias=False, rng=rng), tmp_path, "ln")
@@ -300,6 +345,8 @@ def _conv_net(kind, act, bias, dtype, dynamic, rng, rank=2):
         y = op1.elu(y, 0.7)
     elif act == "gelu_tanh":
         y = op7.gelu(y, "tanh")
+    elif act == "leaky":  # LeakyReLU as exporters write it: PRelu with one slope
+        y = op1.prelu(y, op1.constant(np.array([0.1], dtype)))
     return _model(_named(y, "y"), [x]), shape
 
 
@@ -316,6 +363,8 @@ op7 = pytest.importorskip("openvino.opset7")
     ("depthwise", "gelu_tanh", "scalar", np.float32, True, 2),
     ("depthwise", "relu", "channel", np.float32, False, 1),
     ("transposed", "relu", "channel", np.float32, False, 2),
+    ("conv", "leaky", "channel", np.float32, False, 2),
+    ("depthwise", "leaky", None, np.float64, True, 2),
 ])
 def test_convolution_bias_activation_is_one_step(tmp_path, kind, act, bias, dtype, dynamic, rank):
     """The bias and the activation run in place on the product: the same float operations in the same
@@ -326,8 +375,8 @@ def test_convolution_bias_activation_is_one_step(tmp_path, kind, act, bias, dtyp
     ops = {"conv": "Convolution", "conv_strided": "Convolution", "group": "GroupConvolution",
            "depthwise": "GroupConvolution", "transposed": "ConvolutionBackpropData"}[kind]
     label = "+".join([ops] + (["Add"] if bias else []) +
-                     ([{"relu": "Relu", "swish": "Swish", "hswish": "HSwish", "elu": "Elu", "gelu_tanh": "Gelu"}[act]]
-                      if act else []))
+                     ([{"relu": "Relu", "swish": "Swish", "hswish": "HSwish", "elu": "Elu", "gelu_tanh": "Gelu",
+                        "leaky": "PRelu"}[act]] if act else []))
     x = rng.standard_normal(shape).astype(dtype)
     x.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
     fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
@@ -737,6 +786,8 @@ def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True)
         y = op1.relu(y)
     elif act == "swish":
         y = op4.swish(y)
+    elif act == "leaky":  # PRelu with one slope (LeakyReLU)
+        y = op1.prelu(y, op1.constant(np.array([0.2], dtype)))
     return _model(_named(y, "y"), params), shape, [k, n]
 
 
@@ -748,6 +799,7 @@ def _linear_net(act, bias, dtype, dynamic, rng, transpose_b=False, const_b=True)
     ("swish", "scalar", np.float32, True, False, True),
     (None, "last", np.float32, False, False, False),
     ("gelu", "last", np.float64, True, False, True),
+    ("leaky", "last", np.float32, True, False, True),
 ])
 def test_matmul_bias_activation_is_one_step(tmp_path, act, bias, dtype, dynamic, transpose_b, const_b):
     """A linear layer's bias and activation run in place on the product: bit-identical to the layers,
@@ -756,7 +808,8 @@ def test_matmul_bias_activation_is_one_step(tmp_path, act, bias, dtype, dynamic,
     model, shape, wshape = _linear_net(act, bias, dtype, dynamic, rng, transpose_b, const_b)
     xml = save(model, tmp_path, "l")
     label = "+".join(["MatMul"] + (["Add"] if bias else []) +
-                     ([{"gelu": "Gelu", "gelu_tanh": "Gelu", "relu": "Relu", "swish": "Swish"}[act]] if act else []))
+                     ([{"gelu": "Gelu", "gelu_tanh": "Gelu", "relu": "Relu", "swish": "Swish", "leaky": "PRelu"}[act]]
+                      if act else []))
     fused, plain = irnorm.load(xml), irnorm.load(xml, fuse=False)
     assert [f[0] for f in fused.fused_steps] == [label]
     feeds = [rng.standard_normal(shape).astype(dtype)]

@@ -129,13 +129,15 @@ _NO_PLAN = object()
 
 
 def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarray | None, bias: np.ndarray | None,
-                     *, want_stats: bool = False, memo: dict | None = None):
+                     *, want_stats: bool = False, memo: dict | None = None,
+                     activation: tuple[int, float, float] | None = None):
     """(x - mean) / sqrt(var + eps) * scale + bias over `axes`, with scale/bias numpy-broadcastable to x
     at x's rank.  Uses the fused affine of moments.normalize whenever the parameters do not vary along
     moments' "inner" axes; otherwise normalizes first and applies the affine with numpy broadcasting
     (in the compute dtype, rounding once to x's dtype).  `memo`: a dict the caller keeps for constant
     scale/bias, caching the affine tables by x's shape (planning them costs more than normalizing a
-    small tensor)."""
+    small tensor).  `activation` (code, p0, p1: kernels.activation's; float32 data, with a memo, without
+    statistics): that activation of the result, the moments engine's epilogue where it applies the affine."""
     key = (x.shape, x.dtype)
     if memo is not None and not want_stats:
         bound = memo.get(key)  # the kernel call bound to this shape (below)
@@ -145,6 +147,25 @@ def normalize_affine(x: np.ndarray, axes: list[int], eps: float, scale: np.ndarr
 
     if x.size == 0:
         return moments.normalize(x, axes, moments.INSIDE_SQRT, eps, want_stats=want_stats)
+    if activation is not None:  # the epilogue lives in the bound normalizer: planned (and kept) now
+        if memo is None or want_stats:
+            raise ValueError("a fused activation needs a memo and no statistics")
+        plan = memo.get(key + (_TABLES,), _NO_PLAN)
+        if plan is _NO_PLAN:
+            plan = affine_tables(x.shape, axes, [scale, bias])
+            if len(memo) < 32:
+                memo[key + (_TABLES,)] = plan
+        if plan is None:  # the affine is not the engine's: the layers' way, then the activation on the result
+            from ..kernels.activation import unary
+
+            y = normalize_affine(x, axes, eps, scale, bias, memo=memo)
+            return unary(activation[0], y, activation[1], activation[2])
+        (ts, tb), o_mod, seg_len = plan
+        norm = moments.normalizer(x.shape, x.dtype, axes, moments.INSIDE_SQRT, eps, scale=ts, bias=tb, o_mod=o_mod,
+                                  seg_len=seg_len, out_dtype=x.dtype, activation=activation)
+        if len(memo) < 32:
+            memo[key] = norm
+        return norm(x)
     cdt = compute_dtype(x.dtype)
     plan = _NO_PLAN if memo is None else memo.get(key + (_TABLES,), _NO_PLAN)
     if plan is _NO_PLAN:

@@ -108,7 +108,9 @@ def _keeps_shape(const: np.ndarray, shape: tuple[int, ...] | None) -> bool:
 
 def mvn_affine(fc: FuseContext, node: Node) -> Fusion | None:
     """MVN-6 (normalize_variance, eps inside the sqrt, constant axes) -> Multiply by a constant
-    [-> Add a constant]: how every exported LayerNorm arrives."""
+    [-> Add a constant] [-> an activation, f32 data]: how every exported LayerNorm arrives, and an exported
+    InstanceNorm + ReLU / LeakyReLU (style-transfer and GAN generators, nnU-Net).  The activation is the
+    moments engine's epilogue (kernels/moments.py), applied to each chunk as it is written."""
     if node.op_type != "MVN" or node.op.version != 6 or not node.attrs.get("normalize_variance"):
         return None
     if node.attrs.get("eps_mode") != "inside_sqrt":
@@ -133,6 +135,12 @@ def mvn_affine(fc: FuseContext, node: Node) -> Fusion | None:
         if b is not None and _keeps_shape(b, x_info.shape):
             nodes.append(add)
             bias = b
+    activation = None
+    act = _activation_after(fc, nodes[-1]) if x_info.dtype == "f32" else None
+    if act is not None:
+        user, code, p0, p1 = act
+        nodes.append(user)
+        activation = (code, p0, p1)
     from ..ops.layer_norm import normalize_affine, pad_rank
 
     rank = len(x_info.shape)
@@ -152,7 +160,7 @@ def mvn_affine(fc: FuseContext, node: Node) -> Fusion | None:
         call = bound.get(x.shape)
         if call is not None:
             return [call(x)]
-        y = normalize_affine(x, axes, eps, scale, bias, memo=memo)
+        y = normalize_affine(x, axes, eps, scale, bias, memo=memo, activation=activation)
         call = memo.get((x.shape, x.dtype))
         if call is not None and len(bound) < 32:
             bound[x.shape] = call
@@ -476,6 +484,14 @@ def _activation_after(fc: FuseContext, node: Node) -> tuple[Node, int, float, fl
     if len(node.outputs) != 1 or len(users) != 1 or users[0][1] != 0 or (node.index, 0) in fc.keep:
         return None
     user = fc.graph.nodes[users[0][0]]
+    if user.op_type == "PRelu" and len(user.sources) == 2 and user.sources[1] is not None:
+        # one slope for every element (how LeakyReLU exports): the layer itself runs activation "prelu_scalar"
+        slope = fc.const(tuple(user.sources[1]))
+        if slope is None or slope.size != 1 or not np.issubdtype(slope.dtype, np.floating):
+            return None
+        from ..kernels.activation import CODES
+
+        return user, CODES["prelu_scalar"], float(slope.reshape(-1)[0]), 0.0
     if not hasattr(user.op, "fused_form"):  # not an activation (nor is its module imported for this model)
         return None
     from ..ops.activation import _Activation
