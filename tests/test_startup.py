@@ -159,6 +159,55 @@ def test_a_library_process_keeps_numbas_start_up_lock():
     assert _python(script).strip() in ("multiprocessing.synchronize", "numba.np.ufunc.parallel")
 
 
+def _fake_scipy(tmp_path: Path) -> tuple[Path, Path]:
+    """A package named scipy that leaves a marker file when its code runs; (its directory, the marker)."""
+    marker = tmp_path / "scipy-imported"
+    pkg = tmp_path / "fake" / "scipy"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(f"open({str(marker)!r}, 'a').write('x')\n__version__ = '1.11.4'\n")
+    return pkg.parent, marker
+
+
+def test_the_command_skips_numbas_scipy_version_check(tmp_path):
+    """Numba imports SciPy at its own import to check its version (10-12 ms when SciPy is installed); the
+    irnorm command's process shows it a module holding a version instead, gone from sys.modules right after:
+    a later `import scipy` imports the real package.  A library user's process imports Numba as Numba
+    does."""
+    fake, marker = _fake_scipy(tmp_path)
+    env = _env(PYTHONPATH=os.pathsep.join([str(fake), str(ROOT)]))
+    r = subprocess.run([sys.executable, "-m", "irnorm", "run", str(SAMPLE)], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("y: shape [2, 8, 5, 5] f32")
+    assert not marker.exists()  # scipy's code never ran
+
+    command_like = """
+        import json, sys
+        from irnorm.startup import ending_after_command
+        ending_after_command()
+        import irnorm.kernels.jit as jit
+        during = "scipy" in sys.modules
+        import numba
+        import scipy
+        print(json.dumps({"skipped": jit.NUMBA_SCIPY_CHECK_SKIPPED, "during": during, "file": scipy.__file__,
+                          "version": scipy.__version__, "numba": numba.__version__}))
+    """
+    got = json.loads(_python(command_like, env=env, cwd=tmp_path))
+    assert got["skipped"] and not got["during"]
+    assert got["file"] == str(fake / "scipy" / "__init__.py") and got["version"] == "1.11.4"  # the real package
+    assert marker.read_text() == "x"
+
+    marker.unlink()
+    library = """
+        import json, sys
+        import irnorm.kernels.jit as jit
+        print(json.dumps({"skipped": jit.NUMBA_SCIPY_CHECK_SKIPPED, "scipy": "scipy" in sys.modules}))
+    """
+    got = json.loads(_python(library, env=env, cwd=tmp_path))
+    assert got == {"skipped": False, "scipy": True}  # Numba's own check ran
+    assert marker.read_text() == "x"
+
+
 def test_numba_config_file_still_read_through_deferred_yaml(tmp_path):
     pytest.importorskip("yaml")
     (tmp_path / ".numba_config.yaml").write_text("num_threads: 1\n")

@@ -25,6 +25,9 @@ import ctypes
 import os
 import sys
 import tempfile
+import types
+
+from ..startup import process_ends_after_command
 
 TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib"}
 
@@ -100,6 +103,33 @@ def _preload_tbb() -> str | None:
                 continue
             return path
     return None
+
+
+# What Numba's import-time version check reads of SciPy: its version (numba/__init__.py,
+# _ensure_critical_deps; nothing else of Numba imports scipy before compiling a BLAS call).
+_SCIPY_VERSION_SEEN_BY_NUMBA = "1.0.0"
+
+
+def import_numba() -> bool:
+    """Import Numba.  In the ``irnorm`` command's own process, without the SciPy import its version check
+    makes when SciPy is installed (10-12 ms of the command's start-up here, more than irnorm's own modules
+    take; OpenVINO's process imports no SciPy): the check sees a module holding a version, which leaves
+    sys.modules right after, so a later ``import scipy`` imports the real one.  Not in a library user's
+    process, where another thread may import scipy meanwhile.  Called by kernels.jit before it imports
+    Numba (not here: validate and --help never load Numba).  Whether the check was skipped."""
+    if "numba" in sys.modules or "scipy" in sys.modules or not process_ends_after_command():
+        import numba  # noqa: F401
+
+        return False
+    version_only = types.ModuleType("scipy", "stands in for SciPy during Numba's import-time version check")
+    version_only.__version__ = _SCIPY_VERSION_SEEN_BY_NUMBA
+    sys.modules["scipy"] = version_only
+    try:
+        import numba  # noqa: F401
+    finally:
+        if sys.modules.get("scipy") is version_only:
+            del sys.modules["scipy"]
+    return True
 
 
 _ensure_cache_dir()

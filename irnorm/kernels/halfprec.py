@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir as llvm_ir
-from numba.core.extending import intrinsic, overload
 
-from .jit import types
+from .jit import intrinsic, overload, types
 
 _I16, _I32 = llvm_ir.IntType(16), llvm_ir.IntType(32)
 

@@ -23,16 +23,21 @@ import os
 import sys
 from typing import Any
 
-import numba
-import numpy as np
-from numba import prange, types
-from numba.core import event as _events
-from numba.core.dispatcher import Dispatcher
-
 from ..startup import resume_collector
+from . import import_numba
+
+NUMBA_SCIPY_CHECK_SKIPPED = import_numba()  # before the imports below: see there
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import prange, types  # noqa: E402
+from numba.core import event as _events  # noqa: E402
+from numba.core.dispatcher import Dispatcher  # noqa: E402
+from numba.core.extending import intrinsic, overload  # noqa: E402
 
 __all__ = ["LAZY_BITCODE", "LIGHT_ENGINE", "LIGHT_ENVIRONMENTS", "LIGHT_LOADER", "LIGHT_TYPEOF", "NRT_CACHE",
-           "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "kernels_source_stamp", "njit", "prange", "types"]
+           "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "intrinsic", "kernels_source_stamp", "njit", "overload",
+           "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).

@@ -64,9 +64,8 @@ import math
 
 import numpy as np
 from llvmlite import ir as llvm_ir
-from numba.core.extending import intrinsic, overload
 
-from .jit import njit, types
+from .jit import intrinsic, njit, overload, types
 
 _I32 = llvm_ir.IntType(32)
 
