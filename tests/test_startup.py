@@ -136,6 +136,7 @@ def test_irnorm_run_does_not_run_what_numba_imports_for_extensions(tmp_path):
     assert "numba" in imported and "irnorm.kernels.moments" in imported  # the log is the whole run's
     assert "yaml.reader" not in imported
     assert "multiprocessing" not in imported  # Numba's start-up lock: a thread lock in the command's process
+    assert "irnorm.workbench.trace" not in imported  # --dump-dir, --compare, --profile and --rtol/--atol need it
     from irnorm.kernels import TBB_NAMES
 
     name = TBB_NAMES.get(sys.platform, "")

@@ -47,8 +47,6 @@ def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | 
                ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run `m` with the debugging extras.  Returns (outputs, extras) where extras holds the
     results to print: "profile" (rows + text), "dump" (dir, entries), "compare" (checks)."""
-    from .trace import DumpError, DumpWriter
-
     if dump_names and not dump_dir:
         raise click.UsageError("--dump needs --dump-dir DIR")
     rtol, rtol_per = parse_tol(rtol_items, "--rtol")
@@ -58,6 +56,8 @@ def run_extras(m: Any, feeds: dict[str, Any], *, cast: bool, compare_npz: str | 
     expected = _load_expected(compare_npz, m.max_memory) if compare_npz else None
     writer = None
     if dump_dir:
+        from .trace import DumpError, DumpWriter  # here: a plain run needs none of it (~2 ms of start-up)
+
         wanted = None
         if dump_names:
             try:
