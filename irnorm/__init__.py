@@ -9,20 +9,29 @@ for the normalization family.
 
 from __future__ import annotations
 
-from .api import check, load, validate
-from .errors import (
-    CODES,
-    ArgumentError,
-    Diagnostic,
-    InputError,
-    IrnormError,
-    ModelFileError,
-    ResourceLimitError,
-    ValidationError,
-)
-from .runtime.bind import TensorSpec
-from .runtime.execute import LayerOutput, LayerTime, RunResult
-from .runtime.model import Model
+from .startup import pause_if_command, resume_collector
+
+# In the irnorm command's own process the collector is paused from here (startup.pause_if_command).
+_paused_for_import = pause_if_command()
+try:
+    from .api import check, load, validate
+    from .errors import (
+        CODES,
+        ArgumentError,
+        Diagnostic,
+        InputError,
+        IrnormError,
+        ModelFileError,
+        ResourceLimitError,
+        ValidationError,
+    )
+    from .runtime.bind import TensorSpec
+    from .runtime.execute import LayerOutput, LayerTime, RunResult
+    from .runtime.model import Model
+except BaseException:
+    if _paused_for_import:
+        resume_collector()
+    raise
 
 __all__ = [
     "CODES",

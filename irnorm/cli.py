@@ -12,7 +12,7 @@ import sys
 import click
 
 from .errors import MAX_LISTED, IrnormError
-from .startup import collector_paused, defer_imports, ending_after_command
+from .startup import collector_paused, command_started, defer_imports, ending_after_command
 from .workbench.args import fuse_option, input_options, load_and_feed, max_memory_option
 from .workbench.commands import COMMANDS
 
@@ -320,6 +320,7 @@ def console_main() -> None:
     with ``os._exit``.  ``main`` itself still raises SystemExit (tests and embedders call it).
     Modules Numba imports for what a command rarely does are deferred first, and a collector paused for
     a run stays paused to the end (irnorm/startup.py)."""
+    command_started()
     defer_imports()
     ending_after_command()
     try:

@@ -13,21 +13,25 @@
   sample's cold run peaked 62 MB higher with the collector off).  In the ``irnorm`` command's own process
   (``ending_after_command``) the block leaves it paused: resuming it made the next allocation collect once over
   everything the run had made (generation 0 held it all), ~10 ms at the end of the sample's run, for objects
-  ``os._exit`` frees right after.
+  ``os._exit`` frees right after.  The command's process (``python -m irnorm``, the installed script) also
+  imports irnorm with the collector paused (``pause_if_command``): ~50 collections, ~6 ms, walked the
+  imports' objects; ``console_main`` freezes them (``command_started``: never walked again) and runs it.
+* **SciPy is not imported for Numba's version check** in the command's process (kernels.import_numba).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 import threading
 import types
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DEFERRED_MODULES", "collector_paused", "defer_imports", "ending_after_command", "pause_collector",
-           "process_ends_after_command", "resume_collector"]
+__all__ = ["DEFERRED_MODULES", "collector_paused", "command_started", "defer_imports", "ending_after_command",
+           "is_command_start", "pause_collector", "pause_if_command", "process_ends_after_command", "resume_collector"]
 
 DEFERRED_MODULES = ("importlib.metadata", "yaml")
 _LOCK = threading.RLock()
@@ -133,6 +137,45 @@ def resume_collector() -> None:
             if _paused:
                 _paused = False
                 gc.enable()
+
+
+# What pip writes into the irnorm console script (the [project.scripts] entry point).
+_SCRIPT_IMPORT = b"from irnorm.cli import console_main"
+
+
+def is_command_start() -> bool:
+    """Whether this process is the irnorm command starting: ``python -m irnorm ...``, or the installed
+    ``irnorm`` script (a file named irnorm that imports irnorm.cli's console_main) as the main program."""
+    argv = getattr(sys, "orig_argv", [])
+    if argv[1:3] == ["-m", "irnorm"]:
+        return True
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not path or os.path.basename(path) != "irnorm":
+        return False
+    try:
+        with open(path, "rb") as f:
+            return _SCRIPT_IMPORT in f.read(4096)
+    except OSError:
+        return False
+
+
+def pause_if_command() -> bool:
+    """Pause the collector if this process is the irnorm command starting (is_command_start): importing irnorm
+    (numpy, lxml, Numba, the op tables) makes objects that live as long as the process, and the collector
+    walked them ~50 times meanwhile (~6 ms of the command's start-up) to free nothing.  The command's
+    console_main takes it from there (command_started).  A library user's process is left alone: pausing
+    and resuming there made one collection over everything imported, slower than the many small ones."""
+    if not is_command_start():
+        return False
+    return pause_collector()
+
+
+def command_started() -> None:
+    """The irnorm command's console_main, before the command runs: every object made so far (the imports) is
+    frozen -- the collector never walks it again, and this process ends with the command -- and a collector
+    pause_if_command paused runs again.  ``irnorm run`` pauses it again for its run (collector_paused)."""
+    gc.freeze()
+    resume_collector()
 
 
 @contextlib.contextmanager

@@ -296,6 +296,64 @@ def test_the_command_leaves_the_collector_paused_at_its_end():
     assert "collector enabled at exit: False" in r.stderr, r.stderr[-3000:]
 
 
+GC_SITE = r"""
+import gc, os, sys
+counts = {"during": 0, "after": 0}
+
+def seen(phase, info):  # collections from irnorm.api's import (numpy, lxml, ...) until command_started froze all
+    if phase == "start" and "irnorm.api" in sys.modules:
+        counts["after" if gc.get_freeze_count() else "during"] += 1
+
+gc.callbacks.append(seen)
+_exit = os._exit
+
+def report(code):
+    print(f"GC {counts['during']} {counts['after']} {gc.get_freeze_count()}", file=sys.stderr)
+    _exit(code)
+
+os._exit = report
+"""
+
+PIP_SCRIPT = """import re
+import sys
+from irnorm.cli import console_main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(console_main())
+"""
+
+
+def test_the_command_imports_with_the_collector_paused(tmp_path):
+    """From `python -m irnorm` or the installed script the collector is paused from irnorm's first import to
+    console_main, which freezes what the imports made (the ~50 collections that walked them took ~6 ms);
+    a library user's process, or a script of that name that is not the command, imports with it running."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(GC_SITE)
+    env = _env(PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    script = tmp_path / "bin" / "irnorm"
+    script.parent.mkdir()
+    script.write_text(PIP_SCRIPT)
+    for cmd in ([sys.executable, "-m", "irnorm"], [sys.executable, str(script)]):
+        r = subprocess.run([*cmd, "run", str(SAMPLE), "-q"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        during, _after, frozen = r.stderr.rsplit("GC ", 1)[-1].split()[:3]
+        assert during == "0" and int(frozen) > 1000, r.stderr[-2000:]
+    library = """
+        import gc
+        import irnorm
+        print(gc.isenabled(), gc.get_freeze_count(), gc.get_stats()[0]["collections"] > 0)
+    """
+    assert _python(library, env=env, cwd=tmp_path).split() == ["True", "0", "True"]
+    (tmp_path / "other").mkdir()
+    impostor = tmp_path / "other" / "irnorm"  # named irnorm, but a user's program importing the library
+    impostor.write_text("import gc\nimport irnorm\nprint(gc.isenabled(), gc.get_freeze_count())\n")
+    r = subprocess.run([sys.executable, str(impostor)], capture_output=True, text=True, env=_env(PYTHONPATH=str(ROOT)),
+                       cwd=tmp_path, timeout=600)
+    assert r.returncode == 0 and r.stdout.split() == ["True", "0"], r.stderr[-2000:]
+
+
 EXTENSION_SCRIPT = r"""
 import os, sys
 import numpy as np
