@@ -152,8 +152,10 @@ def test_a_library_process_keeps_numbas_start_up_lock():
     """Outside the irnorm command's process Numba's threading layer starts under its own multiprocessing lock,
     as Numba made it (a library user's process may fork while another thread starts the layer)."""
     script = """
-        import irnorm.kernels.jit
+        import numpy as np
+        from irnorm.kernels import moments
         from numba.np.ufunc import parallel
+        moments.normalize(np.ones((64, 4096), np.float32), [1], moments.INSIDE_SQRT, 1e-5)  # a parallel loop
         print(type(parallel._backend_init_process_lock).__module__)
     """
     # (a multiprocessing RLock under the "fork" start method, Numba's no-op lock under the others)

@@ -62,6 +62,7 @@ def _needs_pool() -> None:
 
 def test_installed_with_one_worker_per_extra_thread():
     _needs_pool()
+    _plus_one(np.zeros(1000), np.empty(1000))  # a parallel loop: the pool has started before it
     assert jit.THREAD_POOL and workers.INSTALLED
     st = workers.stats()
     assert st["workers"] == min(workers.MAX_WORKERS, numba.config.NUMBA_NUM_THREADS - 1)
@@ -123,6 +124,51 @@ def test_several_python_threads_at_once():
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), "a thread hung"
     assert not errors
+
+
+_LAZY = r"""
+import json, sys, threading, time
+if sys.argv[2] == "command":
+    from irnorm.startup import ending_after_command
+    ending_after_command()
+import numpy as np
+import irnorm
+from irnorm.kernels import jit, workers
+m = irnorm.load(sys.argv[1])  # the sample: a tiny GroupNorm, serial kernels only
+m.run({m.inputs[0].name: np.ones(m.inputs[0].shape, np.float32)})
+before = [workers.INSTALLED, sorted(t.name for t in threading.enumerate())]
+from irnorm.kernels import moments
+x = np.random.default_rng(0).standard_normal((64, 4096)).astype(np.float32)
+want = moments.normalize(x[:1], [1], moments.INSIDE_SQRT, 1e-5)
+deadline = time.monotonic() + 60
+ok = True
+while time.monotonic() < deadline:  # (rows_parallel) until a worker has taken an item
+    ok = ok and np.array_equal(moments.normalize(x, [1], moments.INSIDE_SQRT, 1e-5)[:1], want)
+    if workers.stats()["worker_items"] > 0:
+        break
+st = workers.stats()
+print(json.dumps({"pool": jit.THREAD_POOL, "before": before, "installed": st["installed"], "workers": st["workers"],
+                  "items": st["worker_items"], "ok": ok, "multiprocessing": "multiprocessing" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("process", ["command", "library"])
+def test_the_pool_starts_before_the_first_parallel_loop(process):
+    """A process running serial kernels only (the sample's tiny GroupNorm) starts no pool and no worker thread
+    (~3 ms of the irnorm command's start-up); the first parallel kernel loaded starts it (a compile, too: run
+    twice, the second from the cache).  The command's process never imports multiprocessing for it."""
+    _needs_pool()
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", _LAZY, str(SAMPLES / "ir" / "group_norm.xml"), process],
+                           capture_output=True, text=True, timeout=600, cwd=ROOT,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["pool"] and got["before"] == [False, ["MainThread"]]
+    assert got["installed"] and got["workers"] == min(workers.MAX_WORKERS, numba.config.NUMBA_NUM_THREADS - 1)
+    assert got["ok"] and got["items"] > 0
+    if process == "command":
+        assert not got["multiprocessing"]
 
 
 _CHILD = r"""

@@ -92,6 +92,7 @@ LIGHT_LOADER = _install()
 class _ResumeCollectorOnCompile(_events.Listener):
     def on_start(self, event: Any) -> None:
         resume_collector()
+        _pool_before_parallel_code()  # the compiled code may hold a parallel loop
 
     def on_end(self, event: Any) -> None:
         pass
@@ -279,16 +280,32 @@ def _hash_secret_symbols() -> None:
     import numba.cpython.hashing  # noqa: F401 - installs the hash-secret symbols
 
 
+# Code with a parallel loop calls the pool's launch function by this symbol (workers.install adds it).
+_PARALLEL_FOR = b"numba_parallel_for"
+
+
+def _pool_before_parallel_code() -> None:
+    """Start the worker pool (kernels/workers.py) before code that may run a parallel loop is linked: the loop
+    calls the pool's launch function by symbol.  Lazily, so that a process running only small tensors (the
+    sample: serial kernels) never starts it (~3 ms: Numba's threading layer, the threads)."""
+    pool = globals().get("_workers")
+    if pool is not None and THREAD_POOL:
+        pool.install()
+
+
 def _lazy_unserialize(cls: Any, codegen: Any, state: Any) -> Any:
     """CPUCodeLibrary._unserialize for object code, without parsing the bitcode (above)."""
     name, kind, data = state
     symbols = elf_defined_symbols(data[0]) if kind == "object" else None
     if symbols is None:
         _hash_secret_symbols()  # what it loads is not looked into
+        _pool_before_parallel_code()
         return _ORIGINAL_UNSERIALIZE(cls, codegen, state)
     object_code, shared_bitcode = data
     if _HASH_SECRET in object_code:
         _hash_secret_symbols()
+    if _PARALLEL_FOR in object_code:
+        _pool_before_parallel_code()
     self = codegen.create_library(name)
     self.enable_object_caching()
     self._set_compiled_object(object_code)
@@ -622,7 +639,13 @@ def c_array(ndim: int, dtype: Any) -> np.ndarray:
 
 
 # ---- Numba's parallel loops on irnorm's worker pool (kernels/workers.py) --------------------------------
-# Installed here, before any kernel module defines (and so before any kernel loads or links) a parallel loop.
+# Imported here, before any kernel module defines (and so before any kernel loads or links) a parallel loop; started
+# before the first code naming the pool's launch function is linked (_pool_before_parallel_code: loaded object code
+# that names it, or any compile), or here where loaded code is not looked into.
 from . import workers as _workers  # noqa: E402 - after the loader and the stamp, which its own kernels use
 
-THREAD_POOL = _workers.install()
+THREAD_POOL = _workers.applies()  # whether Numba's parallel loops run on the pool in this process
+if THREAD_POOL:
+    _workers.command_lock()
+    if not LAZY_BITCODE:
+        _workers.install()

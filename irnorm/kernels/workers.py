@@ -6,7 +6,8 @@ its schedule, spread over threads.  Numba's TBB layer answers each call with a n
 the workers join and leave: 5-14 us a call on a 2-vCPU VM (two tasks of 1.8 us took 7.3 us together, two of
 25 us took 37; README "Whole networks"), so kernels of a few microseconds to a few tens never gained from the
 second core.  This module registers its own ``numba_parallel_for`` (and ``get_thread_id``, which loops with a
-reduction use to pick their slot) with LLVM before any kernel links, as Numba registers its layer's:
+reduction use to pick their slot) with LLVM before the first kernel with a parallel loop links (kernels/jit.py
+installs the pool then: a process running only small tensors never starts it), as Numba registers its layer's:
 
 * worker threads (``NUMBA_NUM_THREADS - 1`` of them) run a Numba function that never returns, without the
   GIL; after their last item they spin for ``SPIN_US`` microseconds, then sleep on a futex;
@@ -367,7 +368,8 @@ def get_thread_id():  # pragma: no cover
 
 # ---- the Python side: installing, starting, fork --------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # install() is re-entered by the compile or load of the pool's own code
+_installing = False
 _threads: list[threading.Thread] = []
 _WORKER_ENTRY: list[Any] = []  # worker_loop's compiled entry point, once per process (inherited by forks)
 INSTALLED = False
@@ -405,36 +407,60 @@ def _after_fork_in_child() -> None:
     _start_workers()
 
 
+def applies() -> bool:
+    """Whether this pool runs Numba's parallel loops in this process (installed before the first one)."""
+    return os.environ.get("IRNORM_THREAD_POOL", "1") != "0" and _supported()
+
+
+def command_lock() -> None:
+    """In the irnorm command's process, Numba's threading layer starts under a thread lock.  Numba guards the
+    layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork that another thread might
+    make meanwhile; the command's process forks no child, and a thread lock does without importing
+    multiprocessing (~5 ms of the sample's run).  Before any parallel kernel loads: Numba starts the layer
+    itself before loading one."""
+    from numba.np.ufunc import parallel
+
+    if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
+        parallel._backend_init_process_lock = threading.RLock()
+
+
 def install() -> bool:
     """Route Numba's parallel loops through this pool (once per process); False where it does not apply."""
-    global INSTALLED
+    global INSTALLED, _installing
+    if INSTALLED:
+        return True
     with _lock:
-        if INSTALLED:
+        if INSTALLED or _installing:  # _installing: this thread, compiling or loading the pool's own code below
             return True
-        if os.environ.get("IRNORM_THREAD_POOL", "1") == "0" or not _supported():
+        if not applies():
             return False
-        from numba.np.ufunc import parallel
-
-        if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
-            # Numba guards its layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork
-            # that another thread might make meanwhile.  The irnorm command's process forks no child: a thread
-            # lock does, without importing multiprocessing (~5 ms of the sample's run).
-            parallel._backend_init_process_lock = threading.RLock()
-        parallel._launch_threads()  # Numba's layer first: its scheduling and thread-count functions stay
-        libc = ctypes.CDLL(None)
-        CTRL[SYSCALL] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
-        CTRL[PTHREAD_SELF] = ctypes.cast(libc.pthread_self, ctypes.c_void_p).value
-        rate = _cycles_per_us()
-        CTRL[SPIN_CYCLES] = SPIN_US * rate
-        CTRL[YIELD_CYCLES] = YIELD_US * rate
-        CTRL[NUDGE_CYCLES] = NUDGE_US * rate
-        CTRL[CALLER_CPU] = -1
-        ll.add_symbol("numba_parallel_for", parallel_for.address)
-        ll.add_symbol("get_thread_id", get_thread_id.address)
-        _start_workers()
-        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _installing = True
+        try:
+            _install()
+        finally:
+            _installing = False
         INSTALLED = True
         return True
+
+
+def _install() -> None:
+    """Numba's layer, the control block's constants, the launch symbols, the workers (install() holds _lock)."""
+    from numba.np.ufunc import parallel
+
+    command_lock()
+    parallel._launch_threads()  # Numba's layer first: its scheduling and thread-count functions stay
+    libc = ctypes.CDLL(None)
+    CTRL[SYSCALL] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
+    CTRL[PTHREAD_SELF] = ctypes.cast(libc.pthread_self, ctypes.c_void_p).value
+    rate = _cycles_per_us()
+    CTRL[SPIN_CYCLES] = SPIN_US * rate
+    CTRL[YIELD_CYCLES] = YIELD_US * rate
+    CTRL[NUDGE_CYCLES] = NUDGE_US * rate
+    CTRL[CALLER_CPU] = -1
+    ll.add_symbol("numba_parallel_for", parallel_for.address)
+    ll.add_symbol("get_thread_id", get_thread_id.address)
+    _start_workers()
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cycles_per_us() -> int:

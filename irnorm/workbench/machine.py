@@ -42,4 +42,4 @@ def environment() -> dict[str, Any]:
         layer = None
     return {"irnorm": irnorm.__version__, "numba": numba.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "threading_layer": layer, "numba_threads": numba.get_num_threads(),
-            "parallel_loops": "irnorm workers" if workers.INSTALLED else layer, "cpu": cpu()}
+            "parallel_loops": "irnorm workers" if workers.INSTALLED or workers.applies() else layer, "cpu": cpu()}
