@@ -20,10 +20,12 @@ names checked) in the Numba versions tested; ``IRNORM_NUMBA_FULL_LOAD=1`` keeps 
 from __future__ import annotations
 
 import os
+import platform
 import sys
+import threading
 from typing import Any
 
-from ..startup import resume_collector
+from ..startup import process_ends_after_command, resume_collector
 from . import import_numba
 
 NUMBA_SCIPY_CHECK_SKIPPED = import_numba()  # before the imports below: see there
@@ -284,13 +286,55 @@ def _hash_secret_symbols() -> None:
 _PARALLEL_FOR = b"numba_parallel_for"
 
 
+def pool_supported() -> bool:
+    """irnorm's worker pool (kernels/workers.py) runs on Linux x86-64 (the futex call, the pause instruction)."""
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
+def pool_applies() -> bool:
+    """Whether the pool runs Numba's parallel loops in this process (started before the first one)."""
+    return os.environ.get("IRNORM_THREAD_POOL", "1") != "0" and pool_supported()
+
+
+def command_thread_lock() -> None:
+    """In the irnorm command's process, Numba's threading layer starts under a thread lock.  Numba guards the
+    layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork that another thread might
+    make meanwhile; the command's process forks no child, and a thread lock does without importing
+    multiprocessing (~5 ms of the sample's run).  Set before any kernel loads: Numba starts the layer itself
+    before loading a parallel one."""
+    from numba.np.ufunc import parallel
+
+    if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
+        parallel._backend_init_process_lock = threading.RLock()
+
+
+_POOL_LOCK = threading.RLock()
+_pool: list[str | None] = [None]  # "starting" (by the thread holding _POOL_LOCK), then "started"
+
+
 def _pool_before_parallel_code() -> None:
-    """Start the worker pool (kernels/workers.py) before code that may run a parallel loop is linked: the loop
-    calls the pool's launch function by symbol.  Lazily, so that a process running only small tensors (the
-    sample: serial kernels) never starts it (~3 ms: Numba's threading layer, the threads)."""
-    pool = globals().get("_workers")
-    if pool is not None and THREAD_POOL:
-        pool.install()
+    """Start the worker pool (kernels/workers.py: imported here) before code that may run a parallel loop is
+    linked: the loop calls the pool's launch function by symbol.  Lazily, so that a process running only small
+    tensors (the sample's serial kernels) neither imports nor starts it (~10 ms of the command's start-up: the
+    pool's C functions, Numba's threading layer, the threads).  Re-entered by the thread starting it (the pool's
+    own code compiles or loads), which goes on; another thread waits for the start."""
+    if _pool[0] == "started" or not globals().get("THREAD_POOL"):  # (not set yet: jit still importing)
+        return
+    importing = sys.modules.get(__name__.rpartition(".")[0] + ".workers")
+    if importing is not None and not hasattr(importing, "install"):  # this thread imports it: its own code compiles
+        return
+    with _POOL_LOCK:
+        if _pool[0] is not None:
+            return
+        _pool[0] = "starting"
+        try:
+            from . import workers
+
+            workers.install()
+            _pool[0] = "started"
+        finally:
+            if _pool[0] == "starting":
+                _pool[0] = None
 
 
 def _lazy_unserialize(cls: Any, codegen: Any, state: Any) -> Any:
@@ -639,13 +683,11 @@ def c_array(ndim: int, dtype: Any) -> np.ndarray:
 
 
 # ---- Numba's parallel loops on irnorm's worker pool (kernels/workers.py) --------------------------------
-# Imported here, before any kernel module defines (and so before any kernel loads or links) a parallel loop; started
-# before the first code naming the pool's launch function is linked (_pool_before_parallel_code: loaded object code
-# that names it, or any compile), or here where loaded code is not looked into.
-from . import workers as _workers  # noqa: E402 - after the loader and the stamp, which its own kernels use
+# Started before the first code naming the pool's launch function is linked (_pool_before_parallel_code: loaded
+# object code that names it, or any compile), or here where loaded code is not looked into.
 
-THREAD_POOL = _workers.applies()  # whether Numba's parallel loops run on the pool in this process
+THREAD_POOL = pool_applies()  # whether Numba's parallel loops run on the pool in this process
 if THREAD_POOL:
-    _workers.command_lock()
+    command_thread_lock()
     if not LAZY_BITCODE:
-        _workers.install()
+        _pool_before_parallel_code()

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
-import sys
 import threading
 from typing import Any
 
@@ -39,7 +37,7 @@ from llvmlite import ir
 from numba import cfunc, njit, types
 from numba.core.extending import intrinsic
 
-from ..startup import process_ends_after_command
+from .jit import command_thread_lock, pool_applies, pool_supported
 
 # Slots of the control block (int64), the contended ones on cache lines of their own.
 SEQ = 0  # loop generation: bumped to publish a loop; the futex word sleepers wait on (its low 32 bits)
@@ -368,15 +366,13 @@ def get_thread_id():  # pragma: no cover
 
 # ---- the Python side: installing, starting, fork --------------------------------------------------------
 
+_supported = pool_supported
+applies = pool_applies
 _lock = threading.RLock()  # install() is re-entered by the compile or load of the pool's own code
 _installing = False
 _threads: list[threading.Thread] = []
 _WORKER_ENTRY: list[Any] = []  # worker_loop's compiled entry point, once per process (inherited by forks)
 INSTALLED = False
-
-
-def _supported() -> bool:
-    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 
 
 def _start_workers() -> None:
@@ -407,23 +403,6 @@ def _after_fork_in_child() -> None:
     _start_workers()
 
 
-def applies() -> bool:
-    """Whether this pool runs Numba's parallel loops in this process (installed before the first one)."""
-    return os.environ.get("IRNORM_THREAD_POOL", "1") != "0" and _supported()
-
-
-def command_lock() -> None:
-    """In the irnorm command's process, Numba's threading layer starts under a thread lock.  Numba guards the
-    layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork that another thread might
-    make meanwhile; the command's process forks no child, and a thread lock does without importing
-    multiprocessing (~5 ms of the sample's run).  Before any parallel kernel loads: Numba starts the layer
-    itself before loading one."""
-    from numba.np.ufunc import parallel
-
-    if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
-        parallel._backend_init_process_lock = threading.RLock()
-
-
 def install() -> bool:
     """Route Numba's parallel loops through this pool (once per process); False where it does not apply."""
     global INSTALLED, _installing
@@ -432,7 +411,7 @@ def install() -> bool:
     with _lock:
         if INSTALLED or _installing:  # _installing: this thread, compiling or loading the pool's own code below
             return True
-        if not applies():
+        if not pool_applies():
             return False
         _installing = True
         try:
@@ -447,7 +426,7 @@ def _install() -> None:
     """Numba's layer, the control block's constants, the launch symbols, the workers (install() holds _lock)."""
     from numba.np.ufunc import parallel
 
-    command_lock()
+    command_thread_lock()
     parallel._launch_threads()  # Numba's layer first: its scheduling and thread-count functions stay
     libc = ctypes.CDLL(None)
     CTRL[SYSCALL] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
