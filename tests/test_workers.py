@@ -58,11 +58,11 @@ def _needs_pool() -> None:
         pytest.skip("the pool runs on Linux x86-64 only; elsewhere Numba's layer runs the loops")
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one Numba thread: the pool has no workers to test")
+    _plus_one(np.zeros(1000), np.empty(1000))  # the pool starts before the process's first parallel loop
 
 
 def test_installed_with_one_worker_per_extra_thread():
     _needs_pool()
-    _plus_one(np.zeros(1000), np.empty(1000))  # a parallel loop: the pool has started before it
     assert jit.THREAD_POOL and workers.INSTALLED
     st = workers.stats()
     assert st["workers"] == min(workers.MAX_WORKERS, numba.config.NUMBA_NUM_THREADS - 1)

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import sys
 import tempfile
+import threading
 import types
 
 from ..startup import process_ends_after_command
@@ -135,3 +137,27 @@ def import_numba() -> bool:
 _ensure_cache_dir()
 TBB_LIBRARY = _preload_tbb()
 
+
+# ---- irnorm's worker pool (workers.py; started by jit.py before the first parallel loop) ---------------------
+
+
+def pool_supported() -> bool:
+    """irnorm's worker pool (kernels/workers.py) runs on Linux x86-64 (the futex call, the pause instruction)."""
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
+def pool_applies() -> bool:
+    """Whether the pool runs Numba's parallel loops in this process (started before the first one)."""
+    return os.environ.get("IRNORM_THREAD_POOL", "1") != "0" and pool_supported()
+
+
+def command_thread_lock() -> None:
+    """In the irnorm command's process, Numba's threading layer starts under a thread lock.  Numba guards the
+    layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork that another thread might
+    make meanwhile; the command's process forks no child, and a thread lock does without importing
+    multiprocessing (~5 ms of the sample's run).  Set before any kernel loads: Numba starts the layer itself
+    before loading a parallel one."""
+    from numba.np.ufunc import parallel
+
+    if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
+        parallel._backend_init_process_lock = threading.RLock()

@@ -20,13 +20,12 @@ names checked) in the Numba versions tested; ``IRNORM_NUMBA_FULL_LOAD=1`` keeps 
 from __future__ import annotations
 
 import os
-import platform
 import sys
 import threading
 from typing import Any
 
-from ..startup import process_ends_after_command, resume_collector
-from . import import_numba
+from ..startup import resume_collector
+from . import command_thread_lock, import_numba, pool_applies
 
 NUMBA_SCIPY_CHECK_SKIPPED = import_numba()  # before the imports below: see there
 
@@ -284,28 +283,6 @@ def _hash_secret_symbols() -> None:
 
 # Code with a parallel loop calls the pool's launch function by this symbol (workers.install adds it).
 _PARALLEL_FOR = b"numba_parallel_for"
-
-
-def pool_supported() -> bool:
-    """irnorm's worker pool (kernels/workers.py) runs on Linux x86-64 (the futex call, the pause instruction)."""
-    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
-
-
-def pool_applies() -> bool:
-    """Whether the pool runs Numba's parallel loops in this process (started before the first one)."""
-    return os.environ.get("IRNORM_THREAD_POOL", "1") != "0" and pool_supported()
-
-
-def command_thread_lock() -> None:
-    """In the irnorm command's process, Numba's threading layer starts under a thread lock.  Numba guards the
-    layer's start with a multiprocessing lock (a POSIX semaphore), held across a fork that another thread might
-    make meanwhile; the command's process forks no child, and a thread lock does without importing
-    multiprocessing (~5 ms of the sample's run).  Set before any kernel loads: Numba starts the layer itself
-    before loading a parallel one."""
-    from numba.np.ufunc import parallel
-
-    if process_ends_after_command() and getattr(parallel, "_backend_init_process_lock", False) is None:
-        parallel._backend_init_process_lock = threading.RLock()
 
 
 _POOL_LOCK = threading.RLock()

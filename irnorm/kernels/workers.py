@@ -37,7 +37,7 @@ from llvmlite import ir
 from numba import cfunc, njit, types
 from numba.core.extending import intrinsic
 
-from .jit import command_thread_lock, pool_applies, pool_supported
+from . import command_thread_lock, pool_applies, pool_supported
 
 # Slots of the control block (int64), the contended ones on cache lines of their own.
 SEQ = 0  # loop generation: bumped to publish a loop; the futex word sleepers wait on (its low 32 bits)
