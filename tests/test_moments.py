@@ -412,3 +412,34 @@ def test_bound_normalizer_is_normalize(shape, axes, label, dtype) -> None:
         x = rand(shape, dtype, seed=7)
         np.testing.assert_array_equal(bound(x), M.normalize(x, axes, M.INSIDE_SQRT, 1e-5, scale=scale, bias=bias,
                                                             seg_len=1))
+
+
+@pytest.mark.parametrize("data_shape,groups,activation,dtype", [
+    *[(shape, g, None, dt) for shape, g in (((1, 48, 4, 4), 1),  # MobileViTv2's: the small calls read it as it is
+                                           ((2, 64, 4, 1), 4),
+                                           ((1, 32, 40, 40), 8))  # above the small calls' size: reshaped around
+      for dt in (np.float32, np.float16, np.float64)],
+    ((1, 16, 4, 4), 4, "swish", np.float32),  # a fused activation (a float32 / float64 result only)
+    ((1, 32, 40, 40), 8, "swish", np.float64),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_normalizer_takes_data_in_its_own_shape(data_shape, groups, activation, dtype) -> None:
+    """normalizer(..., data_shape=...) (a GroupNorm's [N, C, H, W] for its [N * G, C / G * H * W] rows) gives
+    the bits of reshaping the data to the rows and the result back, call after call, in the data's shape."""
+    from irnorm.kernels import activation as A
+
+    n, c = data_shape[:2]
+    spatial = int(np.prod(data_shape[2:]))
+    rows = (n * groups, c // groups * spatial)
+    rng = np.random.default_rng(3)
+    scale, bias = rng.standard_normal(c), rng.standard_normal(c)
+    kw = dict(scale=scale, bias=bias, o_mod=groups, seg_len=spatial, out_dtype=np.dtype(dtype),
+              activation=None if activation is None else (A.SWISH, 1.0, 0.0))
+    in_rows = M.normalizer(rows, np.dtype(dtype), [1], M.INSIDE_SQRT, 1e-5, **kw)
+    in_place = M.normalizer(rows, np.dtype(dtype), [1], M.INSIDE_SQRT, 1e-5, data_shape=data_shape, **kw)
+    for seed in (1, 2, 3):  # the small calls bind their entry point on the second call
+        x = rand(data_shape, dtype, seed=seed, loc=0.2, std=1.3)
+        got = in_place(x)
+        assert got.shape == data_shape and got.dtype == np.dtype(dtype) and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, in_rows(x.reshape(rows)).reshape(data_shape))
+    with pytest.raises(ValueError, match="does not hold"):
+        M.normalizer(rows, np.dtype(dtype), [1], M.INSIDE_SQRT, 1e-5, data_shape=(n, c, 3), **kw)

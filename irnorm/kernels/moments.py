@@ -74,6 +74,8 @@ from .halfprec import cast_like, is_normal, load, store
 from .jit import c_array, entry, njit, prange
 from .pool import OUTPUTS
 
+PROVIDED = OUTPUTS.provided  # .arrays: the caller's out= arrays waiting in this thread (small calls read it)
+
 # finalize rules: how (var or sum of squares, eps) becomes the multiplier
 INSIDE_SQRT = 0  # 1 / sqrt(var + eps)           (MVN inside_sqrt, GroupNorm, LayerNorm, BatchNorm-like)
 OUTSIDE_SQRT = 1  # 1 / (sqrt(var) + eps)        (MVN-6 outside_sqrt)
@@ -977,13 +979,19 @@ def _result(y: np.ndarray, p: _Plan, out_dtype: np.dtype) -> np.ndarray:
 def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode: int, eps: float, *,
                center: bool = True, scale: np.ndarray | None = None, bias: np.ndarray | None = None,
                o_mod: int = 1, seg_len: int | None = None, out_dtype: np.dtype | None = None,
-               activation: tuple[int, float, float] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+               activation: tuple[int, float, float] | None = None,
+               data_shape: tuple[int, ...] | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """``normalize`` (without statistics) for inputs of exactly this shape and dtype, with everything
     that depends only on them decided now: the function returned does the kernel call and little
     else.  A layer keeps one per input shape; on a small tensor the decisions cost more than the
     normalization.  `activation` (code, p0, p1; kernels.activation's codes, a float32/float64 result
     only): that activation of the normalized values, as the row kernels' epilogue (the same bits as
-    activating the result afterwards)."""
+    activating the result afterwards).  `data_shape`: the shape the data arrives in and the result leaves in,
+    of as many elements as `shape` (a GroupNorm's [N, C, H, W] for its [N * G, C / G * H * W] rows): the
+    reshapes happen inside, none at all on the small calls, whose kernel views any shape as its rows."""
+    if data_shape is not None and tuple(data_shape) != tuple(shape) and math.prod(data_shape) != math.prod(shape):
+        raise ValueError(f"data shape {tuple(data_shape)} does not hold the {math.prod(shape)} elements of {shape}")
+    io_shape = tuple(shape) if data_shape is None else tuple(data_shape)
     out_dtype = np.dtype(x_dtype if out_dtype is None else out_dtype)
     acts = None if activation is None else _activation()
     serial_max = PARALLEL_MIN if acts is None or acts.is_cheap(activation[0]) else EPILOGUE_PARALLEL_MIN
@@ -994,7 +1002,7 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
         if p.block != 0 or p.perm is not None or p.y_dtype != out_dtype:
             # not the row kernels (reduced axes not last): the activation as a pass over the result
             plain_norm = normalizer(shape, x_dtype, axes, mode, eps, center=center, scale=scale, bias=bias,
-                                    o_mod=o_mod, seg_len=seg_len, out_dtype=out_dtype)
+                                    o_mod=o_mod, seg_len=seg_len, out_dtype=out_dtype, data_shape=io_shape)
             code, a0, a1, k = acts.epilogue_args(*activation, out_dtype)
 
             def then_activate(x: np.ndarray) -> np.ndarray:
@@ -1014,7 +1022,7 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
             and 0 < math.prod(shape) * p.y_dtype.itemsize < OUTPUTS.min_bytes:
         # The usual small call (a transformer's LayerNorm): f32/f64 rows, nothing to transpose or convert,
         # an output below the pool's size: allocate the result in the kernel's shape and reshape it once.
-        shape, y_dtype = tuple(shape), p.y_dtype
+        shape, y_dtype = io_shape, p.y_dtype
 
         # [calls so far, the entry point (jit.entry) once bound]; threads may race on it: at worst a later
         # binding, never a call of anything but kern or the entry point
@@ -1027,13 +1035,13 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
             call = bound[1]
             if call is not None and x.shape == shape and x.flags.c_contiguous:  # what the entry point reads
                 if shaped:
-                    y = OUTPUTS.empty(shape, y_dtype) if OUTPUTS.providing() else np.empty(shape, y_dtype)
+                    y = OUTPUTS.empty(shape, y_dtype) if PROVIDED.arrays else np.empty(shape, y_dtype)
                     call(x, y, rows, cols, center, mode, eps, sv, bv, o_mod, seg, stats, epi)
                     return y
-                y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
+                y = OUTPUTS.empty(kshape, y_dtype) if PROVIDED.arrays else np.empty(kshape, y_dtype)
                 call(x.reshape(kshape), y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats, epi)
                 return y.reshape(shape)
-            y = OUTPUTS.empty(kshape, y_dtype) if OUTPUTS.providing() else np.empty(kshape, y_dtype)
+            y = OUTPUTS.empty(kshape, y_dtype) if PROVIDED.arrays else np.empty(kshape, y_dtype)
             xk = x.reshape(kshape)
             kern(xk, y, center, mode, eps, sv, bv, o_mod, seg, False, stats, stats, epi)
             if call is None and xk.flags.c_contiguous and x.shape == shape:
@@ -1052,6 +1060,7 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
     # [kern, kern, kern's entry point (jit.entry)], one more each call: _operands always hands the kernel
     # C-contiguous arrays of one type
     calls: list = [kern]
+    shape = tuple(shape)
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.size == 0:
@@ -1069,4 +1078,9 @@ def normalizer(shape: tuple[int, ...], x_dtype: np.dtype, axes: list[int], mode:
             calls.append(kern if len(calls) < 2 else entry(kern, *args))
         return y if plain else _result(y, p, out_dtype)
 
-    return run
+    if io_shape == shape:
+        return run
+
+    def run_reshaped(x: np.ndarray) -> np.ndarray:
+        return run(x.reshape(shape)).reshape(io_shape)
+    return run_reshaped

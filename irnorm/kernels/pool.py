@@ -50,7 +50,9 @@ class Recycler:
         self._bufs: list[np.ndarray] = []  # 1-D uint8 owners; handed-out arrays are views of them
         self._lock = threading.Lock()
         self._free_refs = self._probe()
-        self._provided = _Provided()  # .arrays: caller-owned destinations for this thread
+        # .arrays: caller-owned destinations for this thread (None or empty when there are none); a hot path may
+        # read it rather than call providing()
+        self.provided = _Provided()
 
     def _probe(self) -> int:
         """The reference count an unreferenced pooled buffer shows inside _take (interpreter detail)."""
@@ -68,23 +70,23 @@ class Recycler:
     def provide(self, arrays: list[np.ndarray]) -> Iterator[None]:
         """Within the block (this thread only) hand these C-contiguous arrays out, each once, to the
         first ``empty`` request with the same dtype and element count (reshaped to the request)."""
-        prev = self._provided.arrays
-        self._provided.arrays = list(arrays)
+        prev = self.provided.arrays
+        self.provided.arrays = list(arrays)
         try:
             yield
         finally:
-            self._provided.arrays = prev
+            self.provided.arrays = prev
 
     def providing(self) -> bool:
         """Caller-owned destinations are waiting in this thread (a kernel must then allocate through
         ``empty`` rather than let numpy allocate its result)."""
-        return bool(self._provided.arrays)
+        return bool(self.provided.arrays)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         itemsize = _ITEMSIZE.get(dtype)
         if itemsize is None:  # np.dtype() costs more than numpy's whole allocation of a small array
             itemsize = _ITEMSIZE[dtype] = np.dtype(dtype).itemsize
-        provided = self._provided.arrays
+        provided = self.provided.arrays
         n = itemsize * prod(shape)
         if not provided and n < self.min_bytes:  # the common small case, first (every layer of a small model)
             return np.empty(shape, dtype)

@@ -97,13 +97,11 @@ class GroupNormalization(Op):
                 if x.size == 0:
                     return general(ins)
                 shape, seg_len = rows(x)
-                kernel = moments.normalizer(shape, x.dtype, [1], moments.INSIDE_SQRT, eps, scale=ins[1],
-                                            bias=ins[2], o_mod=g, seg_len=seg_len, out_dtype=x.dtype,
-                                            activation=activation)
-
-                def norm(v: np.ndarray, kernel=kernel, shape=shape) -> np.ndarray:
-                    return kernel(v.reshape(shape)).reshape(v.shape)
-
+                # the data and result in their own shape: a small call reshapes neither (two numpy reshapes
+                # were ~0.6 us of MobileViTv2's 2.3 us [1, 48, 4, 4] step)
+                norm = moments.normalizer(shape, x.dtype, [1], moments.INSIDE_SQRT, eps, scale=ins[1],
+                                          bias=ins[2], o_mod=g, seg_len=seg_len, out_dtype=x.dtype,
+                                          activation=activation, data_shape=x.shape)
                 if len(bound) < 16:
                     bound[key] = norm
             return [norm(x)]
