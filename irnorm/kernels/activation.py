@@ -36,10 +36,9 @@ from math import prod
 from typing import NamedTuple
 
 import numpy as np
-from numba import get_num_threads  # at every parallel call: no per-call import (~0.5 us)
 
 from . import CHEAP_PARALLEL_MIN, PARALLEL_MIN
-from .jit import c_array, entry, njit, prange
+from .jit import c_array, entry, get_num_threads, njit, prange  # (get_num_threads: no per-call import, ~0.5 us)
 from .pool import OUTPUTS
 from .vmath import TRIG_MAX, vatan, vcos, verf, vexp, vexp_sat, vexpm1, vlog1p, vsin, vtan
 

@@ -31,14 +31,14 @@ NUMBA_SCIPY_CHECK_SKIPPED = import_numba()  # before the imports below: see ther
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
-from numba import prange, types  # noqa: E402
+from numba import get_num_threads, prange, types  # noqa: E402
 from numba.core import event as _events  # noqa: E402
 from numba.core.dispatcher import Dispatcher  # noqa: E402
 from numba.core.extending import intrinsic, overload  # noqa: E402
 
 __all__ = ["LAZY_BITCODE", "LIGHT_ENGINE", "LIGHT_ENVIRONMENTS", "LIGHT_LOADER", "LIGHT_TYPEOF", "NRT_CACHE",
-           "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "intrinsic", "kernels_source_stamp", "njit", "overload",
-           "prange", "types"]
+           "PACKAGE_STAMP", "THREAD_POOL", "c_array", "entry", "get_num_threads", "intrinsic", "kernels_source_stamp",
+           "njit", "overload", "prange", "types"]
 
 # Numba releases whose Cache.load_overload / CPUContext.refresh this loader was checked against
 # (the function is unchanged from 0.59 through 0.68).
