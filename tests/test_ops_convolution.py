@@ -1318,6 +1318,23 @@ def test_one_call_convolutions_of_a_strided_view(k, cout):
     np.testing.assert_array_equal(plan(x), plan(np.ascontiguousarray(x)))
 
 
+def _epilogue_case(case: str, rng, x: np.ndarray, exp: np.ndarray) -> tuple:
+    """(epilogue, expected values, plan arguments) for a convolution whose values without a fused step are `exp`:
+    "plain" (no epilogue), "bias_relu", "bias_residual_swish" (a random bias and residual)."""
+    from irnorm.kernels import activation, conv
+
+    cout = exp.shape[1]
+    bias = rng.standard_normal(cout).astype(np.float32)
+    res = rng.standard_normal(exp.shape).astype(np.float32)
+    if case == "plain":
+        return None, exp, (x,)
+    if case == "bias_relu":
+        return conv.Epilogue(bias, activation.RELU, 0.0, 0.0, False), np.maximum(exp + bias.reshape(1, -1, 1, 1), 0), (
+            x, None)
+    z = exp + bias.reshape(1, -1, 1, 1) + res.astype(exp.dtype)
+    return conv.Epilogue(bias, activation.SWISH, 1.0, 0.0, True), z / (1 + np.exp(-z)), (x, res)
+
+
 @pytest.mark.parametrize("case", ["plain", "bias_relu", "bias_residual_swish"])
 @pytest.mark.parametrize("seed", range(4))
 def test_pixel_rows_convolution(monkeypatch, seed, case):
@@ -1327,7 +1344,7 @@ def test_pixel_rows_convolution(monkeypatch, seed, case):
     the float64 reference's values over random strides, dilations, pads, filter sizes (1x1 with unit strides
     included) and output channel counts that leave partial panels; the same values as the paths it replaced
     to rounding."""
-    from irnorm.kernels import activation, conv, microgemm
+    from irnorm.kernels import conv, microgemm
 
     calls = _record_calls(monkeypatch, conv, "pixel_rows_conv", 15)  # its tasks
     monkeypatch.setattr(conv.SCRATCH, "MIN_BYTES", 0)  # every size through the reused per-thread buffers
@@ -1348,17 +1365,7 @@ def test_pixel_rows_convolution(monkeypatch, seed, case):
         exp = R.convolution(x, w, strides, pads, pads_end, dil)
         out_hw = exp.shape[2:]
         wp = np.ascontiguousarray(w.reshape(1, cout, -1))
-        bias = rng.standard_normal(cout).astype(np.float32)
-        res = rng.standard_normal(exp.shape).astype(np.float32)
-        if case == "plain":
-            epi, want, args = None, exp, (x,)
-        elif case == "bias_relu":
-            epi = conv.Epilogue(bias, activation.RELU, 0.0, 0.0, False)
-            want, args = np.maximum(exp + bias.reshape(1, -1, 1, 1), 0), (x, None)
-        else:
-            epi = conv.Epilogue(bias, activation.SWISH, 1.0, 0.0, True)
-            z = exp + bias.reshape(1, -1, 1, 1) + res
-            want, args = z / (1 + np.exp(-z)), (x, res)
+        epi, want, args = _epilogue_case(case, rng, x, exp)
         before = len(calls)
         y = np.array(conv.forward_plan(x.shape, wp, k, strides, dil, pads, out_hw, epi)(*args), copy=True)
         direct = k == [1, 1] and strides == [1, 1] and pads == [0, 0]
@@ -1387,3 +1394,72 @@ def test_forward_plan_refuses_weights_of_another_layout():
         conv.forward_plan((1, 8, 5), np.zeros((1, 4, 72), np.float32), (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
     good = conv.forward_plan(x_shape, np.ones((2, 4, 36), np.float32), (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
     assert good(np.ones(x_shape, np.float32)).shape == (1, 8, 5, 5)
+
+
+@pytest.mark.parametrize("case", ["plain", "bias_relu", "bias_residual_swish"])
+@pytest.mark.parametrize("seed", range(4))
+def test_pixel_rows_serial_convolution(seed, case):
+    """The one-call path's small float32 products whose columns would fill few GEMM panels (a late stage's 3x3
+    on 3x3 or 5x5 maps, one or a few images) take the pixel rows on the calling thread where irnorm's GEMM
+    kernels run (kernels/conv.py pixel_rows_serial: every image's pixels the rows of one product): the float64
+    reference's values over random strides, dilations, pads, filter sizes and channel counts, one to four
+    images; the same values as the one-call path it replaced to rounding; the choice follows the tile count
+    (_pixel_rows_serial_fits)."""
+    from irnorm.kernels import conv, microgemm
+
+    rng = np.random.default_rng(200 + seed)
+    taken = 0
+    for trial in range(6):
+        k = [int(v) for v in rng.integers(2, 4, 2)]
+        strides = [int(v) for v in rng.integers(1, 3, 2)]
+        dil = [int(v) for v in rng.integers(1, 3, 2)] if trial % 3 == 2 else [1, 1]
+        pads = [int(v) for v in rng.integers(0, 3, 2)]
+        pads_end = [int(v) for v in rng.integers(0, 3, 2)]
+        cin = int(rng.integers(-(-conv.PIXEL_ROWS_SERIAL_MIN_DEPTH // (k[0] * k[1])), 80))
+        cout = int(rng.integers(17, 100))
+        n = int(rng.integers(1, 5))
+        spatial = [int(v) for v in rng.integers(3, 7, 2)]
+        x = rng.standard_normal((n, cin, *spatial)).astype(np.float32)
+        w = rng.standard_normal((cout, cin, *k)).astype(np.float32)
+        exp = R.convolution(x.astype(np.float64), w.astype(np.float64), strides, pads, pads_end, dil)
+        out_hw = exp.shape[2:]
+        wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+        epi, want, args = _epilogue_case(case, rng, x, exp)
+        plan = conv.forward_plan(x.shape, wp, k, strides, dil, pads, out_hw, epi)
+        y = np.array(plan(*args), copy=True)
+        ck = cin * k[0] * k[1]
+        fits = (microgemm.ENABLED and n * cout * ck * exp[0, 0].size < conv.PIXEL_ROWS_MIN_MACS
+                and conv._pixel_rows_serial_fits(n, cout, ck, [1, *k], [1, *out_hw]))
+        if plan.__name__ == "pixel_rows_serial":
+            taken += 1
+            assert fits, (trial, x.shape, out_hw)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.sqrt(ck))
+        saved = conv.PIXEL_ROWS_SERIAL_SHARE
+        conv.PIXEL_ROWS_SERIAL_SHARE = -1.0  # the path it replaced
+        try:
+            other_plan = conv.forward_plan(x.shape, wp, k, strides, dil, pads, out_hw, epi)
+            other = other_plan(*args)
+        finally:
+            conv.PIXEL_ROWS_SERIAL_SHARE = saved
+        assert other_plan.__name__ != "pixel_rows_serial"
+        np.testing.assert_allclose(y, other, rtol=1e-5, atol=1e-5 * np.sqrt(ck))
+    assert taken > 0 or not microgemm.ENABLED
+
+
+@pytest.mark.parametrize("shape, cout, takes", [((2, 64, 3, 3), 64, True), ((1, 64, 3, 3), 64, True),
+                                                ((2, 32, 5, 5), 32, True), ((1, 32, 5, 5), 32, False),
+                                                ((4, 64, 4, 4), 64, False), ((1, 256, 2, 2), 256, False),
+                                                ((2, 16, 10, 10), 16, False)])
+def test_pixel_rows_serial_choice(shape, cout, takes):
+    """Which 3x3 convolutions (padding 1) take pixel_rows_serial where irnorm's GEMM kernels run with AVX-512's
+    12 x 32 tiles: ResNet's late 3x3s at batch 1 and 2 do; a 5 x 5 map at batch 1 (its 25 columns fill as many
+    tiles either way), 4 x 4 maps (16 columns: a half panel each), 2 x 2 maps (dot products) and 144 taps x
+    channels (the unfold's share) do not."""
+    from irnorm.kernels import conv, microgemm
+
+    if not (microgemm.ENABLED and microgemm.MR == 12):
+        pytest.skip("the choice measured is for AVX-512's 12 x 32 tiles; the values are tested above on any CPU")
+    x = np.zeros(shape, np.float32)
+    w = np.zeros((1, cout, shape[1] * 9), np.float32)
+    plan = conv.forward_plan(x.shape, w, (3, 3), (1, 1), (1, 1), (1, 1), shape[2:])
+    assert (plan.__name__ == "pixel_rows_serial") == takes, plan.__name__

@@ -679,6 +679,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
         unfold_args = (kk[0], kk[1], kk[2], s[0], s[1], s[2], d[0], d[1], d[2], pb[0], pb[1], pb[2], o3[1], o3[2], 0,
                        o3[0] * o3[1])
         col_shape, cols_shape = (n, ck, p_out), (n, g, ck // g, p_out)
+        if one_gemm is not None and w.dtype == np.float32 and _pixel_rows_serial_fits(n, cpg, ck, kk, o3):
+            return _pixel_rows_plan(x5_shape, w, out_shape, kk, s, d, pb, o3, epilogue, serial=True)
         if one_gemm is not None:
             gathered = o3[2] <= GATHER_MAX_WIDTH
             index = unfold_index(x5_shape, kk, s, d, pb, o3) if gathered else None
@@ -758,6 +760,67 @@ def _pixel_rows_fits(x5_shape: tuple[int, ...], g: int, cpg: int, dtype: np.dtyp
             and x5_shape[0] * cpg * ck * pixels >= PIXEL_ROWS_MIN_MACS)
 
 
+# The one-call path's small products (gemm_epilogue: out [Cout, P] = W @ col per image) take the pixel rows on the
+# calling thread instead (pixel_rows_serial: every image's pixels the rows of one product, the weights read once a
+# call) where that needs at most PIXEL_ROWS_SERIAL_SHARE of the GEMM tiles -- ceil(rows / MR) x the panels of the
+# columns (_row_cost) -- for filters of more than one tap and at least PIXEL_ROWS_SERIAL_MIN_DEPTH taps x channels
+# (below, the channels-last unfold costs what the tiles save).  A late stage's 3x3 at batch 2, [2, 64, 3, 3] -> 64:
+# W [64, 576] @ col [576, 9] twice fills 9 of each 32-column panel (6 x 0.5 panels an image); as [18, 576] @
+# [576, 64], 2 x 2.  Measured (Xeon with AVX-512, 2 threads, bias + Relu, interleaved medians): [2, 64, 3, 3]
+# -> 64 30.8 -> 19.7 us, [1, 64, 3, 3] -> 64 16.7 -> 11.5, [2, 32, 5, 5] -> 32 20.5 -> 18.3, 3x3 / 2 [2, 32, 5,
+# 5] -> 64 17.1 -> 13.2; where the rule declines, [1, 32, 5, 5] -> 32 11.7 / 10.6, [4, 64, 4, 4] -> 64 63 / 60,
+# [1, 64, 4, 4] -> 64 17.9 / 18.6, [1, 128, 4, 4] -> 128 54.6 / 53.0, [2, 16, 10, 10] 3x3 / 2 -> 32 (144 taps x
+# channels) 12.9 / 13.9, and a 1x1 [1, 256, 7, 7] -> 64 (no unfold before) 21.7 / 27.4.
+PIXEL_ROWS_SERIAL_SHARE = 0.85
+PIXEL_ROWS_SERIAL_MIN_DEPTH = 256
+
+
+def _pixel_rows_serial_fits(n: int, cout: int, ck: int, kk, o3) -> bool:
+    """Whether a float32 2-D convolution of one group that the one-call path would take (`n` images, `cout`
+    output channels, `ck` taps x channels, filter kk, output o3) takes pixel_rows_serial (above)."""
+    if not (microgemm.ENABLED and kk[0] == 1 and o3[0] == 1 and kk[1] * kk[2] > 1
+            and ck >= PIXEL_ROWS_SERIAL_MIN_DEPTH):
+        return False
+    pixels = o3[1] * o3[2]
+    if pixels <= DOT_MAX_COLS:  # (the one-call path's dot products)
+        return False
+    by_channels = n * -(-cout // microgemm.MR) * _row_cost(pixels)
+    by_pixels = -(-n * pixels // microgemm.MR) * _row_cost(cout)
+    return by_pixels <= PIXEL_ROWS_SERIAL_SHARE * by_channels
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _channels_last(x, img, xh, y0, y1, ph, pw, wp):  # pragma: no cover - compiled
+    """Rows y0..y1-1 of image `img` of x [N, C, H, W], zero-padded by ph, pw and channels-last:
+    xh[(yy * wp + xx) * C + ch]."""
+    c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    for yy in range(y0, y1):
+        iy = yy - ph
+        for xx in range(wp):
+            ix = xx - pw
+            base = (yy * wp + xx) * c
+            if 0 <= iy < h and 0 <= ix < w:
+                for ch in range(c):
+                    xh[base + ch] = x[img, ch, iy, ix]
+            else:
+                for ch in range(c):
+                    xh[base + ch] = 0.0
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _pixel_taps(xh, col, q0, q1, row0, c, ow, wp, kh, kw, sh, sw, dh, dw):  # pragma: no cover - compiled
+    """Output pixels q0..q1-1's taps (ky, kx, c) from the channels-last xh as runs of c values: col's rows
+    row0 + q."""
+    for q in range(q0, q1):
+        oy, ox = q // ow, q % ow
+        for ky in range(kh):
+            for kx in range(kw):
+                src = ((oy * sh + ky * dh) * wp + ox * sw + kx * dw) * c
+                dst = (ky * kw + kx) * c
+                for ch in range(c):
+                    col[row0 + q, dst + ch] = xh[src + ch]
+
+
 @njit(nogil=True, cache=True, parallel=True, error_model="numpy")
 def pixel_rows_conv(x, wt, out, xh, col, outt, kh, kw, sh, sw, dh, dw, ph, pw, direct, tasks, res, bias, code, p0,
                     p1, k):  # pragma: no cover - compiled
@@ -781,27 +844,10 @@ def pixel_rows_conv(x, wt, out, xh, col, outt, kh, kw, sh, sw, dh, dw, ph, pw, d
     for img in range(n_count):
         # the input channels-last, zero-padded: xh[(yy * wp + xx) * c + ch]
         for t in prange(tasks):
-            for yy in range(t * hp // tasks, (t + 1) * hp // tasks):
-                iy = yy - ph
-                for xx in range(wp):
-                    ix = xx - pw
-                    base = (yy * wp + xx) * c
-                    if 0 <= iy < h and 0 <= ix < w:
-                        for ch in range(c):
-                            xh[base + ch] = x[img, ch, iy, ix]
-                    else:
-                        for ch in range(c):
-                            xh[base + ch] = 0.0
+            _channels_last(x, img, xh, t * hp // tasks, (t + 1) * hp // tasks, ph, pw, wp)
         if not direct:  # each pixel's taps as runs of c values
             for t in prange(tasks):
-                for q in range(t * p // tasks, (t + 1) * p // tasks):
-                    oy, ox = q // ow, q % ow
-                    for ky in range(kh):
-                        for kx in range(kw):
-                            src = ((oy * sh + ky * dh) * wp + ox * sw + kx * dw) * c
-                            dst = (ky * kw + kx) * c
-                            for ch in range(c):
-                                col[q, dst + ch] = xh[src + ch]
+                _pixel_taps(xh, col, t * p // tasks, (t + 1) * p // tasks, 0, c, ow, wp, kh, kw, sh, sw, dh, dw)
         for t in prange(tasks):
             for j in range(t * panels // tasks, (t + 1) * panels // tasks):
                 # a panel's weights are one contiguous stream (read once a call: at batch 1 a late stage's
@@ -819,23 +865,70 @@ def pixel_rows_conv(x, wt, out, xh, col, outt, kh, kw, sh, sw, dh, dw, ph, pw, d
             epilogue_range(rows, res, bias, cout, code, p0, p1, k, img * cout + r0, img * cout + r1)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def pixel_rows_serial(x, wt, out, kh, kw, sh, sw, dh, dw, ph, pw, res, bias, code, p0, p1,
+                      k):  # pragma: no cover - compiled
+    """pixel_rows_conv on the calling thread with every image's pixels as the rows of one product: wt [KH * KW
+    * C, Cout] (W^T, taps (ky, kx, c), not in panels: a narrow layer's last panel would be mostly zeros), the
+    columns [N * OH * OW, KH * KW * C] so that the weights are read once a call, not once an image; then out =
+    (out^T)^T with the step's epilogue.  Its buffers are its own (Numba's allocator: less than a third of what
+    three numpy arrays cost a call from Python)."""
+    n_count, c, h, w = x.shape
+    cout, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    hp = max(h + 2 * ph, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(w + 2 * pw, (ow - 1) * sw + (kw - 1) * dw + 1)
+    p = oh * ow
+    depth = wt.shape[0]
+    xh = np.empty(hp * wp * c, out.dtype)
+    col = np.empty((n_count * p, depth), out.dtype)
+    outt = np.empty((n_count * p, cout), out.dtype)
+    for img in range(n_count):
+        _channels_last(x, img, xh, 0, hp, ph, pw, wp)
+        _pixel_taps(xh, col, 0, p, img * p, c, ow, wp, kh, kw, sh, sw, dh, dw)
+    microgemm.gemm(np.int64(n_count * p), np.int64(cout), np.int64(depth), np.int64(col.ctypes.data),
+                   np.int64(depth), np.int64(wt.ctypes.data), np.int64(cout), np.int64(outt.ctypes.data),
+                   np.int64(cout), np.int64(0), np.int64(cout))
+    rows = out.reshape((n_count * cout, p))
+    for img in range(n_count):
+        for c0 in range(0, cout, 16):
+            for q in range(p):
+                for co in range(c0, min(cout, c0 + 16)):
+                    rows[img * cout + co, q] = outt[img * p + q, co]
+    epilogue_rows(rows, res, bias, cout, code, p0, p1, k)
+
+
 def _pixel_rows_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[int, ...], kk, s, d, pb, o3,
-                     epilogue: Epilogue | None) -> Callable[..., np.ndarray]:
-    """forward_plan's pixel-rows path (pixel_rows_conv) for float32 inputs [N, C, 1, H, W] and weights
-    w [1, Cout, C * KH * KW], with a fused step's epilogue in the same call."""
+                     epilogue: Epilogue | None, serial: bool = False) -> Callable[..., np.ndarray]:
+    """forward_plan's pixel-rows path (pixel_rows_conv, or with `serial` pixel_rows_serial) for float32 inputs
+    [N, C, 1, H, W] and weights w [1, Cout, C * KH * KW], with a fused step's epilogue in the same call."""
     import numba
 
     n, c, _, h, wd = x5_shape
     cout = w.shape[1]
     kh, kw = kk[1], kk[2]
     oh, ow = o3[1], o3[2]
-    # W^T with the taps (ky, kx, c) in the order pixel_rows_conv unfolds them, in panels of NR output channels
-    # (zero-filled past Cout): [panels, KH * KW * C, NR]
+    depth = kh * kw * c
+    # W^T with the taps (ky, kx, c) in the order the kernels unfold them: [KH * KW * C, Cout]
+    w_rows = w[0].reshape(cout, c, kh, kw).transpose(2, 3, 1, 0).reshape(depth, cout)
+    x4_shape, out4 = (n, c, h, wd), (n, cout, oh, ow)
+    e = _epilogue_args(epilogue, w.dtype)
+    if serial:
+        wt_rows = np.ascontiguousarray(w_rows)
+        geometry = (kh, kw, s[1], s[2], d[1], d[2], pb[1], pb[2])
+        run_serial = entry(pixel_rows_serial, c_array(4, w.dtype), wt_rows, c_array(4, w.dtype), *geometry,
+                           c_array(2, w.dtype), e.bias, e.code, e.p0, e.p1, e.k)
+
+        def call_serial(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
+            run_serial((x if x.flags.c_contiguous else np.ascontiguousarray(x)).reshape(x4_shape), wt_rows,
+                       out.reshape(out4), *geometry, res_rows, e.bias, e.code, e.p0, e.p1, e.k)
+        return _fused_plan("pixel_rows_serial", call_serial,
+                           lambda: _pixel_rows_plan(x5_shape, w, out_shape, kk, s, d, pb, o3, None, True), epilogue,
+                           out_shape, w.dtype, e.no_res, False)
+    # in panels of NR output channels (zero-filled past Cout): [panels, KH * KW * C, NR]
     nr = microgemm.NR
     panels = -(-cout // nr)
-    depth = kh * kw * c
     wt_full = np.zeros((depth, panels * nr), w.dtype)
-    wt_full[:, :cout] = w[0].reshape(cout, c, kh, kw).transpose(2, 3, 1, 0).reshape(depth, cout)
+    wt_full[:, :cout] = w_rows
     wt = np.ascontiguousarray(wt_full.reshape(depth, panels, nr).transpose(1, 0, 2))
     del wt_full
     direct = kh == 1 and kw == 1 and s[1] == 1 and s[2] == 1 and pb[1] == 0 and pb[2] == 0
@@ -844,13 +937,11 @@ def _pixel_rows_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[
     p = oh * ow
     threads = numba.config.NUMBA_NUM_THREADS
     tasks = max(1, min(threads, panels))
-    e = _epilogue_args(epilogue, w.dtype)
     geometry = (kh, kw, s[1], s[2], d[1], d[2], pb[1], pb[2], direct, tasks)
     run = entry(pixel_rows_conv, c_array(4, w.dtype), c_array(3, w.dtype), c_array(4, w.dtype), c_array(1, w.dtype),
                 c_array(2, w.dtype), c_array(2, w.dtype), *geometry, c_array(2, w.dtype), e.bias, e.code, e.p0, e.p1,
                 e.k)
     xh_size, col_shape = hp * wp * c, (0, 1) if direct else (p, kh * kw * c)
-    x4_shape, out4 = (n, c, h, wd), (n, cout, oh, ow)
 
     def call(x: np.ndarray, out: np.ndarray, res_rows: np.ndarray) -> None:
         xh = SCRATCH.get(0, (xh_size,), w.dtype)
