@@ -505,6 +505,7 @@ def _without_implicit(monkeypatch, conv) -> None:
     monkeypatch.setattr(conv, "IMPLICIT_SMALL_COL", -1)
     monkeypatch.setattr(conv, "STRIDED_MAX_COUT", -1)
     monkeypatch.setattr(conv, "IMPLICIT_BY_ROWS", False)  # (dense strided ones take it for rows of whole panels)
+    monkeypatch.setattr(conv, "_threads", lambda: 1 << 30)  # (and where there are as many images as threads)
     monkeypatch.setattr(conv, "IMPLICIT_MID_COUT", 0)
 
 
@@ -1029,6 +1030,7 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
         np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
         if parallel:  # the threads' bands of rows (or of panels) give the serial call's bits
             monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1 << 62)
+            monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN_IMAGES", 1 << 62)
             np.testing.assert_array_equal(y, conv._implicit_plan(*plan_args)(x4, res), err_msg=f"case {case}")
             monkeypatch.setattr(conv, "IMPLICIT_PARALLEL_MIN", 1)
             # and so do the row form's threads on ranges of output channels (one group)
@@ -1038,6 +1040,62 @@ def test_implicit_gemm_convolution_matches_the_reference(monkeypatch, parallel):
             monkeypatch.setattr(conv, "IMPLICIT_BY_CHANNELS", None)
     assert len(calls) == cases * (4 if parallel else 2) and (max(calls) > 1) == parallel
     assert (2 in modes) == (parallel and conv._threads() > 1)
+
+
+def test_implicit_gemm_shares_whole_images_from_fewer_multiply_adds():
+    """With at least as many images as threads the implicit GEMM goes parallel from IMPLICIT_PARALLEL_MIN_IMAGES
+    multiply-adds (each thread takes whole images); with fewer images from IMPLICIT_PARALLEL_MIN.  A dynamic
+    ResNet-18's first 3x3 at batch 2, [2, 64, 20, 20] -> 8: 4.06 M multiply-adds over the padded rows."""
+    from irnorm.kernels import conv
+    from irnorm.kernels.activation import RELU, Epilogue
+
+    threads = conv._threads()
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((1, 8, 64 * 9)).astype(np.float32)
+    epi = Epilogue(rng.standard_normal(8).astype(np.float32), RELU, 0.0, 0.0, False)
+    values = {}
+    for n in (1, 2, threads):
+        macs = 8 * 64 * 9 * 20 * 22 * n
+        plan = conv._implicit_plan((n, 64, 1, 20, 20), w, (n, 8, 20, 20), 64, 22, 22, 3, 3, 1, 1, [0, 1, 1], epi)
+        limit = conv.IMPLICIT_PARALLEL_MIN if n < threads else min(conv.IMPLICIT_PARALLEL_MIN,
+                                                                  conv.IMPLICIT_PARALLEL_MIN_IMAGES)
+        assert plan.parallel == (threads > 1 and macs >= limit), (n, macs)
+        x = rng.standard_normal((n, 64, 20, 20)).astype(np.float32)
+        values[n] = (x, plan(x, None).copy())
+    x, y = values[2]
+    exp = R.convolution(x.astype(np.float64), w.reshape(8, 64, 3, 3).astype(np.float64), [1, 1], [1, 1], [1, 1],
+                        [1, 1])
+    np.testing.assert_allclose(y, np.maximum(exp + epi.bias.reshape(1, -1, 1, 1), 0), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("geometry", [(3, 80, 64, 7, 3), (16, 40, 32, 3, 1), (24, 40, 48, 3, 1)])
+def test_dense_strided_convolutions_of_several_images_take_the_implicit_gemm(monkeypatch, geometry):
+    """A dense strided 2-D convolution with at least as many images as threads takes the implicit GEMM over its
+    phase planes in the form _by_rows picks (a ResNet stem at batch 2 on 80 x 80 images: the wide form with
+    AVX-512's tiles), where irnorm's GEMM kernels run; with fewer images than threads only where _by_rows picks
+    the row form, else the banded path as before.  The float64 reference's values either way."""
+    from irnorm.kernels import conv, microgemm
+    from irnorm.kernels.activation import RELU, Epilogue
+
+    cin, size, cout, k, pad = geometry
+    n = max(2, conv._threads())
+    rng = np.random.default_rng(cin + k)
+    x = rng.standard_normal((n, cin, size, size)).astype(np.float32)
+    w = rng.standard_normal((cout, cin, k, k)).astype(np.float32)
+    exp = R.convolution(x.astype(np.float64), w.astype(np.float64), [2, 2], [pad, pad], [pad, pad], [1, 1])
+    epi = Epilogue(rng.standard_normal(cout).astype(np.float32), RELU, 0.0, 0.0, False)
+    want = np.maximum(exp + epi.bias.reshape(1, -1, 1, 1), 0)
+    wp = np.ascontiguousarray(w.reshape(1, cout, -1))
+    out_hw = exp.shape[2:]
+    ow = out_hw[1]
+    rows = conv._by_rows(ow, ow + (k - 1) // 2, cin * k * k)  # (with AVX-512's tiles: rows of partly filled panels)
+    plan = conv.forward_plan(x.shape, wp, (k, k), (2, 2), (1, 1), (pad, pad), out_hw, epi)
+    assert (plan.__name__ == "implicit") == microgemm.ENABLED, plan.__name__
+    np.testing.assert_allclose(plan(x, None), want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k * k))
+    monkeypatch.setattr(conv, "_threads", lambda: n + 1)  # fewer images than threads
+    before = conv.forward_plan(x.shape, wp, (k, k), (2, 2), (1, 1), (pad, pad), out_hw, epi)
+    assert before.__name__ == ("implicit" if microgemm.ENABLED and rows else "banded")
+    np.testing.assert_allclose(before(x, None), want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k * k))
 
 
 def test_implicit_row_form_keeps_the_threads_of_one_row_images(monkeypatch):

@@ -641,7 +641,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
     if (microgemm.ENABLED and w.dtype == np.float32 and kk[0] == 1 and o3[0] == 1 and s[0] == 1
             and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH
             and (g > 1 and cpg <= STRIDED_MAX_COUT or cpg <= IMPLICIT_MAX_COUT and o3[2] >= 2 * IMPLICIT_MIN_WIDTH
-                 or g == 1 and o3[1] >= _threads() and _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck))):
+                 or g == 1 and o3[1] >= _threads()
+                 and (n >= _threads() or _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck)))):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1] // s[1],
                               o3[2] + (kk[2] - 1) * d[2] // s[2], kk[1], kk[2], d[1], d[2], pb, epilogue, s[1], s[2])
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
@@ -1853,6 +1854,12 @@ FILL_PARALLEL_MIN = 1 << 14
 # 0.7-1.1 M each, 27.6 / 34.2 / 24.3 -> 24.5 / 29.2 / 22.6), UNet 831 -> 774; ResNet-18, RegNetY, SSD-VGG,
 # EfficientNet-B0, MobileViTv2 level.
 IMPLICIT_PARALLEL_MIN = 1 << 22 if microgemm.AVX512 else 1 << 19
+# With at least as many images as threads each thread takes whole images (nothing shared, no band edges), and
+# the second thread pays from IMPLICIT_PARALLEL_MIN_IMAGES.  Xeon with AVX-512, 2 threads, bias + Relu,
+# interleaved medians, parallel against serial: [2, 64, 20, 20] -> 8 (4.1 M, a dynamic ResNet-18's first 3x3 at
+# batch 2) 77 -> 48 us, [2, 32, 16, 16] -> 16 (2.7 M) 51 -> 35; below, [2, 32, 8, 8] -> 32 (1.5 M) 28 -> 26,
+# [2, 16, 16, 16] -> 16 (1.3 M) 29 -> 26, [4, 8, 20, 20] -> 8 (1.0 M) 26 -> 31, [2, 8, 20, 20] -> 8 15 -> 18.
+IMPLICIT_PARALLEL_MIN_IMAGES = 1 << 21
 # Which convolutions take it: at most IMPLICIT_MAX_COUT output channels, output rows at least
 # IMPLICIT_MIN_WIDTH wide (the padded row width's extra columns are computed and dropped).  Measured on the
 # AVX-512 EPYC, 2 threads, against the path taken before (3x3): [1, 64, 16, 16] -> 8 23 -> 18 us (direct),
@@ -1889,7 +1896,12 @@ IMPLICIT_SMALL_COL = SMALL_COL
 # were 128 outputs ([1, 64, 32, 32]: 120 -> 128); rows of 8 were level or slower ([1, 16, 16, 16] -> 16).  Dense
 # ones with more output channels take it where _by_rows picks the row form, rows of whole panels (Xeon with
 # AVX-512, 2 threads, medians against the banded path): that stem 140 -> 125 us, [1, 32, 64, 64] 3x3 / 2 -> 64
-# 354 -> 283, [1, 3, 224, 224] 7x7 / 2 -> 64 1350 -> 1187; [1, 64, 32, 32] -> 128 level.
+# 354 -> 283, [1, 3, 224, 224] 7x7 / 2 -> 64 1350 -> 1187; [1, 64, 32, 32] -> 128 level.  With at least as
+# many images as threads (each thread its own images) they take it in either form (_by_rows chooses): the same
+# machine, interleaved medians against the path before, [2, 3, 80, 80] 7x7 / 2 -> 64 (a dynamic ResNet-18's
+# stem at batch 2) 335 -> 310 us [banded], 3x3 / 2 [2, 64, 40, 40] -> 128 742 -> 608 [banded], [2, 16, 40, 40]
+# -> 32 104 -> 78 [banded], [2, 24, 40, 40] -> 48 172 -> 128 [banded], [2, 32, 20, 20] -> 64 104 -> 72
+# [pixel_rows_serial]; compiled for Haswell (AVX2 tiles) 0.78-0.91 of the paths before.
 STRIDED_MAX_COUT = 64
 IMPLICIT_MIN_WIDTH = 8
 IMPLICIT_MIN_PIXELS = 1200
@@ -1975,8 +1987,10 @@ def _implicit_plan(x5_shape: tuple[int, ...], w: np.ndarray, out_shape: tuple[in
                      for ci in range(c // w2.shape[0]) for ky in range(kh) for kx in range(kw)], np.int64)
     hp *= sh * sw  # one input channel's values: all its phase planes
     e = _epilogue_args(epilogue, w2.dtype)
-    parallel = w2.shape[0] * w2.shape[1] * ck * oh * wp * n >= IMPLICIT_PARALLEL_MIN
-    threads = numba.config.NUMBA_NUM_THREADS if parallel else 1
+    threads = numba.config.NUMBA_NUM_THREADS
+    parallel = w2.shape[0] * w2.shape[1] * ck * oh * wp * n >= (
+        IMPLICIT_PARALLEL_MIN if n < threads else min(IMPLICIT_PARALLEL_MIN, IMPLICIT_PARALLEL_MIN_IMAGES))
+    threads = threads if parallel else 1
     # ranges of whole panels, about one per thread over the images (the bits do not depend on the cut)
     panels = -(-oh * wp // microgemm.NR)
     parts = max(1, min(panels, -(-threads // n))) if parallel else 1
