@@ -1070,10 +1070,11 @@ def test_implicit_gemm_shares_whole_images_from_fewer_multiply_adds():
 
 @pytest.mark.parametrize("geometry", [(3, 80, 64, 7, 3), (16, 40, 32, 3, 1), (24, 40, 48, 3, 1)])
 def test_dense_strided_convolutions_of_several_images_take_the_implicit_gemm(monkeypatch, geometry):
-    """A dense strided 2-D convolution with at least as many images as threads takes the implicit GEMM over its
-    phase planes in the form _by_rows picks (a ResNet stem at batch 2 on 80 x 80 images: the wide form with
-    AVX-512's tiles), where irnorm's GEMM kernels run; with fewer images than threads only where _by_rows picks
-    the row form, else the banded path as before.  The float64 reference's values either way."""
+    """A dense strided 2-D convolution with at least as many images as threads and more columns than the
+    one-call path takes (SMALL_COL) takes the implicit GEMM over its phase planes in the form _by_rows picks (a
+    ResNet stem at batch 2 on 80 x 80 images: the wide form with AVX-512's tiles), where irnorm's GEMM kernels
+    run; with fewer images than threads only where _by_rows picks the row form, else the banded path as before.
+    The float64 reference's values either way."""
     from irnorm.kernels import conv, microgemm
     from irnorm.kernels.activation import RELU, Epilogue
 
@@ -1090,6 +1091,7 @@ def test_dense_strided_convolutions_of_several_images_take_the_implicit_gemm(mon
     ow = out_hw[1]
     rows = conv._by_rows(ow, ow + (k - 1) // 2, cin * k * k)  # (with AVX-512's tiles: rows of partly filled panels)
     plan = conv.forward_plan(x.shape, wp, (k, k), (2, 2), (1, 1), (pad, pad), out_hw, epi)
+    assert n * cin * k * k * out_hw[0] * out_hw[1] > conv.SMALL_COL
     assert (plan.__name__ == "implicit") == microgemm.ENABLED, plan.__name__
     np.testing.assert_allclose(plan(x, None), want, rtol=1e-4, atol=1e-4 * np.sqrt(cin * k * k))
     monkeypatch.setattr(conv, "_threads", lambda: n + 1)  # fewer images than threads

@@ -642,7 +642,8 @@ def _forward_plan(x_shape: tuple[int, ...], w: np.ndarray, k_spatial, strides, d
             and s[1] * s[2] > 1 and kk[1] * kk[2] > 1 and o3[2] >= IMPLICIT_MIN_WIDTH
             and (g > 1 and cpg <= STRIDED_MAX_COUT or cpg <= IMPLICIT_MAX_COUT and o3[2] >= 2 * IMPLICIT_MIN_WIDTH
                  or g == 1 and o3[1] >= _threads()
-                 and (n >= _threads() or _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck)))):
+                 and (n >= _threads() and n * ck * p_out > SMALL_COL
+                      or _by_rows(o3[2], o3[2] + (kk[2] - 1) * d[2] // s[2], ck)))):
         return _implicit_plan(x5_shape, w, out_shape, c, o3[1] + (kk[1] - 1) * d[1] // s[1],
                               o3[2] + (kk[2] - 1) * d[2] // s[2], kk[1], kk[2], d[1], d[2], pb, epilogue, s[1], s[2])
     if (kk[0] == 1 and o3[0] == 1 and s == [1, 1, 1] and w.dtype.kind == "f"
@@ -1897,11 +1898,13 @@ IMPLICIT_SMALL_COL = SMALL_COL
 # ones with more output channels take it where _by_rows picks the row form, rows of whole panels (Xeon with
 # AVX-512, 2 threads, medians against the banded path): that stem 140 -> 125 us, [1, 32, 64, 64] 3x3 / 2 -> 64
 # 354 -> 283, [1, 3, 224, 224] 7x7 / 2 -> 64 1350 -> 1187; [1, 64, 32, 32] -> 128 level.  With at least as
-# many images as threads (each thread its own images) they take it in either form (_by_rows chooses): the same
-# machine, interleaved medians against the path before, [2, 3, 80, 80] 7x7 / 2 -> 64 (a dynamic ResNet-18's
-# stem at batch 2) 335 -> 310 us [banded], 3x3 / 2 [2, 64, 40, 40] -> 128 742 -> 608 [banded], [2, 16, 40, 40]
-# -> 32 104 -> 78 [banded], [2, 24, 40, 40] -> 48 172 -> 128 [banded], [2, 32, 20, 20] -> 64 104 -> 72
-# [pixel_rows_serial]; compiled for Haswell (AVX2 tiles) 0.78-0.91 of the paths before.
+# many images as threads (each thread its own images) and more columns than the one-call path takes (SMALL_COL)
+# they take it in either form (_by_rows chooses): the same machine, interleaved medians against the banded path,
+# [2, 3, 80, 80] 7x7 / 2 -> 64 (a dynamic ResNet-18's stem at batch 2) 315-335 -> 290-310 us, 3x3 / 2 [2, 64,
+# 40, 40] -> 128 742 -> 608, [2, 16, 48, 48] -> 32 134 -> 95, [2, 16, 40, 40] -> 32 104 -> 78, [2, 24, 40, 40]
+# -> 48 172 -> 128; compiled for Haswell (AVX2 tiles) 0.78-0.91.  The one-call path's smaller ones were mixed
+# (ViT's 8x8 / 8 patches [2, 3, 64, 64] -> 64 47 -> 62, ConvNeXt's 2x2 / 2 [2, 16, 20, 20] -> 32 22 -> 26, [2,
+# 16, 20, 20] 3x3 / 2 -> 16 35 -> 29) and keep it.
 STRIDED_MAX_COUT = 64
 IMPLICIT_MIN_WIDTH = 8
 IMPLICIT_MIN_PIXELS = 1200
